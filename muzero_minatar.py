@@ -1,0 +1,954 @@
+# MuZero for MinAtar in one file: flax networks, an MCTX planner, segment replay with prioritized
+# sampling, Cleanba-style actor/learner threads. The algorithm follows the MooZi thesis (section
+# numbers in comments, e.g. "4.3.7"); the actor/learner design follows Cleanba.
+import json
+import os
+import queue
+import random
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from functools import partial
+from typing import Literal, NamedTuple
+
+import flax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import mctx
+import minatar
+import numpy as np
+import optax
+import tyro
+from tensorboardX import SummaryWriter
+
+GAMES = Literal["Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"]
+MINATAR_NAMES = {"Asterix": "asterix", "Breakout": "breakout", "Freeway": "freeway", "Seaquest": "seaquest",
+                 "SpaceInvaders": "space_invaders"}
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment: fixes environments, network initialisation, search noise and replay sampling"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "muzero-jax"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """if toggled, the first evaluation episode of every evaluation is saved as a GIF in `videos/{run_name}/`"""
+    save_model: bool = False
+    """if toggled, parameters and args are saved to `runs/{run_name}/` at the end of training"""
+
+    # Environment (4.3.1-4.3.2)
+    env_id: GAMES = "Breakout"
+    """the MinAtar game"""
+    total_timesteps: int = 400_000
+    """total environment steps taken by the actor (summed over all copies of the environment)"""
+    sticky_action_prob: float = 0.0
+    """probability that MinAtar repeats the previous action (thesis main results: 0.0; MinAtar's own default: 0.1)"""
+    num_envs: int = 32
+    """copies of the environment stepped as one batch (each auto-resets at episode end)"""
+    num_steps: int = 32
+    """steps per environment per actor iteration; also the length of one replay segment"""
+    max_episode_steps: int = 1000
+    """evaluation episodes are cut after this many steps (a good Breakout agent never loses the ball)"""
+
+    # Inputs and network (4.3.3-4.3.5, 5.1.2)
+    history_length: int = 4
+    """L: frames and actions stacked as the representation input (thesis: 4)"""
+    channels: int = 16
+    """channels of the residual tower (thesis: 32; 16 is 2-3x faster on a 2-core CPU)"""
+    repr_blocks: int = 2
+    """residual blocks in the representation function (thesis: 6; 2 keeps a CPU run fast)"""
+    dyn_blocks: int = 1
+    """residual blocks in the dynamics function (thesis MinAtar: 2)"""
+    pred_blocks: int = 1
+    """residual blocks in the prediction function (thesis: 1)"""
+    head_hidden: int = 64
+    """hidden width of the value, reward and policy heads (thesis: 128)"""
+    support_size: int = 30
+    """value and reward are categorical over the integers [-support_size, support_size] (thesis: 30)"""
+
+    # Planner (4.3.6, Table 5.1)
+    planner: Literal["gumbel", "muzero"] = "gumbel"
+    """`gumbel`: mctx.gumbel_muzero_policy (strong with few simulations); `muzero`: mctx.muzero_policy (PUCT, as the thesis)"""
+    num_simulations: int = 8
+    """simulations per acting step in training (thesis: 25 with the muzero planner; Gumbel MuZero keeps improving the policy with few)"""
+    eval_num_simulations: int = 16
+    """simulations per acting step in evaluation (thesis: 40)"""
+    pb_c_init: float = 2.25
+    """c1 of PUCT in training (muzero planner only; thesis: 2.25)"""
+    eval_pb_c_init: float = 1.75
+    """c1 of PUCT in evaluation (muzero planner only; thesis: 1.75)"""
+    pb_c_base: float = 19652.0
+    """c2 of PUCT (muzero planner only; thesis: 19652)"""
+    temperature: float = 1.0
+    """visit-count temperature for choosing the action in training (muzero planner only; thesis: 1.0)"""
+    eval_temperature: float = 0.25
+    """visit-count temperature in evaluation (muzero planner only; thesis: 0.25)"""
+    dirichlet_alpha: float = 0.2
+    """Dirichlet noise concentration at the root in training (muzero planner only; thesis: 0.2)"""
+    eval_dirichlet_alpha: float = 0.1
+    """Dirichlet noise concentration at the root in evaluation (muzero planner only; thesis: 0.1)"""
+    dirichlet_fraction: float = 0.25
+    """weight of the Dirichlet noise in the root prior (muzero planner only)"""
+    gumbel_scale: float = 1.0
+    """scale of the Gumbel noise in training (gumbel planner only; evaluation uses 0, the greedy choice)"""
+    max_num_considered_actions: int = 16
+    """actions considered by Sequential Halving at the root (gumbel planner only)"""
+
+    # Targets and replay (4.3.7, 4.3.14)
+    unroll_steps: int = 5
+    """K: steps the dynamics function is unrolled in training (thesis: 5)"""
+    td_steps: int = 10
+    """N: steps of reward before bootstrapping from the search value (thesis: 10)"""
+    gamma: float = 0.997
+    """discount (thesis: 0.997)"""
+    buffer_size: int = 100_000
+    """replay capacity in environment steps; the oldest segments are evicted first"""
+    sampling: Literal["uniform", "proportional", "rank"] = "uniform"
+    """how replay positions are drawn; priorities are |v* - G^N| (4.3.14)"""
+    priority_exponent: float = 1.0
+    """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank)"""
+    priority_epsilon: float = 1e-3
+    """added to |v* - G^N| so no position has probability zero (proportional sampling)"""
+    learning_starts: int = 2_000
+    """environment steps stored in replay before the first update"""
+
+    # Loss and optimiser (4.3.8-4.3.9, 5.1.2)
+    batch_size: int = 256
+    """training targets per update (thesis: 1024)"""
+    replay_ratio: float = 2.0
+    """samples trained per environment step (thesis: 4)"""
+    learning_rate: float = 3e-3
+    """Adam step size (thesis: 1e-2 at batch 1024)"""
+    max_grad_norm: float = 5.0
+    """global-norm gradient clipping (thesis: 5.0)"""
+    value_coef: float = 0.25
+    """c_v, weight of the value loss (thesis: 0.25)"""
+    reward_coef: float = 1.0
+    """weight of the reward loss (thesis: 1.0)"""
+    consistency_coef: float = 2.0
+    """c_s, weight of the self-consistency loss (thesis: 2.0)"""
+    l2_coef: float = 1e-4
+    """c_L2, weight of the squared parameter norm (thesis: 1e-4)"""
+    target_update_interval: int = 100
+    """updates between copies of the online parameters into the target network"""
+
+    # Logging and evaluation
+    eval_interval: int = 100_000
+    """environment steps between evaluations (one more at the end)"""
+    eval_episodes: int = 8
+    """episodes per evaluation, run as one batch with the evaluation planner"""
+    log_interval: float = 30.0
+    """seconds between progress lines on the console"""
+
+
+def fail(message: str):
+    """Stops before any compilation with a message naming the flag, exit status 2 (as argparse)."""
+    print(f"{os.path.basename(sys.argv[0])}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def validate_args(args: Args):
+    positive = [
+        "total_timesteps", "num_envs", "num_steps", "max_episode_steps", "history_length", "channels",
+        "repr_blocks", "head_hidden", "support_size", "num_simulations", "eval_num_simulations",
+        "max_num_considered_actions", "unroll_steps", "td_steps", "buffer_size", "batch_size",
+        "target_update_interval", "eval_interval",
+    ]
+    for name in positive:
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive (got {getattr(args, name)})")
+    for name in ["dyn_blocks", "pred_blocks", "eval_episodes", "learning_starts"]:
+        if getattr(args, name) < 0:
+            fail(f"--{name.replace('_', '-')} must be non-negative (got {getattr(args, name)})")
+    for name in ["learning_rate", "replay_ratio", "max_grad_norm", "temperature", "eval_temperature",
+                 "dirichlet_alpha", "eval_dirichlet_alpha", "log_interval"]:
+        if not getattr(args, name) > 0:
+            fail(f"--{name.replace('_', '-')} must be positive (got {getattr(args, name)})")
+    for name in ["sticky_action_prob", "dirichlet_fraction"]:
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            fail(f"--{name.replace('_', '-')} must be in [0, 1] (got {getattr(args, name)})")
+    if not 0.0 < args.gamma <= 1.0:
+        fail(f"--gamma must be in (0, 1] (got {args.gamma})")
+    steps_per_iteration = args.num_envs * args.num_steps
+    if args.total_timesteps < steps_per_iteration:
+        fail(f"--total-timesteps ({args.total_timesteps}) is less than one actor iteration, "
+             f"--num-envs x --num-steps = {steps_per_iteration}")
+    if args.buffer_size < steps_per_iteration:
+        fail(f"--buffer-size ({args.buffer_size}) must hold at least one iteration, "
+             f"--num-envs x --num-steps = {steps_per_iteration}")
+    if args.batch_size > args.buffer_size:
+        fail(f"--batch-size ({args.batch_size}) is larger than --buffer-size ({args.buffer_size})")
+    if args.learning_starts > args.total_timesteps:
+        fail(f"--learning-starts ({args.learning_starts}) is larger than --total-timesteps "
+             f"({args.total_timesteps}): no update would ever run")
+    if args.replay_ratio * args.total_timesteps < args.batch_size:
+        fail(f"--replay-ratio {args.replay_ratio} gives fewer samples over the run than one batch "
+             f"of --batch-size {args.batch_size}: no update would ever run")
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment (4.3.1-4.3.3). Agent actions are env actions + 1: index 0 is the dummy action, taken
+# before the first step and at (and after) the last step of an episode.
+# ---------------------------------------------------------------------------------------------
+class Step(NamedTuple):
+    obs: np.ndarray  # (B, H, W, C) uint8 (MinAtar's boolean planes)
+    reward: np.ndarray  # (B,) reward that arrived with this observation
+    is_first: np.ndarray  # (B,) bool
+    is_last: np.ndarray  # (B,) bool; the policy still runs here, its action is the dummy one
+
+
+class MinAtarVecEnv:
+    """`num_envs` MinAtar games stepped as one batch. A step on an env whose last output was
+    `is_last` resets it instead (the thesis' unified main loop), so the stream never stops."""
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, sticky_action_prob: float,
+                 max_episode_steps: int | None = None):
+        self.envs = []
+        for i in range(num_envs):
+            env = minatar.Environment(MINATAR_NAMES[env_id], sticky_action_prob=sticky_action_prob)
+            env.seed(seed + i)
+            self.envs.append(env)
+        self.action_set = np.asarray(self.envs[0].minimal_action_set())
+        self.num_actions = len(self.action_set) + 1  # |A^a| = |A^e| + dummy
+        self.obs_shape = self.envs[0].state_shape()
+        self.max_episode_steps = max_episode_steps
+        self.episode_steps = np.zeros(num_envs, np.int64)
+        self.last = np.ones(num_envs, bool)
+
+    def step(self, actions: np.ndarray) -> Step:
+        n = len(self.envs)
+        obs = np.zeros((n, *self.obs_shape), np.uint8)
+        reward = np.zeros(n, np.float32)
+        first = self.last.copy()
+        for i, env in enumerate(self.envs):
+            if self.last[i]:
+                env.reset()
+                self.episode_steps[i] = 0
+                self.last[i] = False
+            else:
+                reward[i], self.last[i] = env.act(self.action_set[actions[i] - 1])
+                self.episode_steps[i] += 1
+            obs[i] = env.state()
+        if self.max_episode_steps is not None:
+            self.last |= self.episode_steps >= self.max_episode_steps
+        return Step(obs, reward, first, self.last.copy())
+
+    def legal_actions(self, is_last: np.ndarray) -> np.ndarray:
+        """Mask over agent actions: env actions before the end, only the dummy action at the end."""
+        legal = np.ones((len(is_last), self.num_actions), bool)
+        legal[:, 0] = is_last
+        legal[:, 1:] = ~is_last[:, None]
+        return legal
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs (4.3.4) and the scalar <-> categorical transform (2.8.6, 4.3.5)
+# ---------------------------------------------------------------------------------------------
+def action_planes(actions, num_actions: int, height: int, width: int):
+    """One-hot actions divided by |A^a|, tiled over the board: (..., ) -> (..., H, W, |A^a|)."""
+    onehot = jax.nn.one_hot(actions, num_actions) / num_actions
+    return jnp.broadcast_to(onehot[..., None, None, :], (*actions.shape, height, width, num_actions))
+
+
+def stack_history(frames, actions, num_actions: int):
+    """frames (B, L, H, W, C) = o_{t-L+1..t}, actions (B, L) = a_{t-L..t-1}
+    -> (B, H, W, L*(C + |A^a|)) planes for the representation function."""
+    b, l, h, w, c = frames.shape
+    frame_planes = jnp.moveaxis(frames, 1, 3).reshape(b, h, w, l * c)
+    act = jnp.moveaxis(action_planes(actions, num_actions, h, w), 1, 3).reshape(b, h, w, l * num_actions)
+    return jnp.concatenate([frame_planes, act], axis=-1)
+
+
+EPS_PHI = 1e-3
+
+
+def phi(x):
+    return jnp.sign(x) * (jnp.sqrt(jnp.abs(x) + 1) - 1) + EPS_PHI * x
+
+
+def phi_inverse(h):
+    # sign(h) * (((sqrt(1 + 4e(|h| + 1 + e)) - 1) / 2e)^2 - 1), rewritten without the cancellation
+    # in sqrt(1 + y) - 1 so that float32 keeps ~1e-6 relative accuracy.
+    a = jnp.abs(h) + 1 + EPS_PHI
+    root = 2 * a / (1 + jnp.sqrt(1 + 4 * EPS_PHI * a))
+    return jnp.sign(h) * (root**2 - 1)
+
+
+def scalar_to_categorical(x, support_size: int):
+    """Phi: phi(x) as weights on the two nearest integers of [-S, S]; shape (..., 2S+1)."""
+    h = jnp.clip(phi(x), -support_size, support_size)
+    low = jnp.floor(h)
+    frac = h - low
+    idx = (low + support_size).astype(jnp.int32)
+    size = 2 * support_size + 1
+    return jax.nn.one_hot(idx, size) * (1 - frac)[..., None] + jax.nn.one_hot(idx + 1, size) * frac[..., None]
+
+
+def categorical_to_scalar(probs, support_size: int):
+    support = jnp.arange(-support_size, support_size + 1, dtype=probs.dtype)
+    return phi_inverse(jnp.sum(probs * support, axis=-1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Networks (4.3.5, 5.1.2). LayerNorm stands in for the thesis' BatchNorm: acting and learning then
+# use one pure function with no running statistics. Hidden states are min-max scaled to [0, 1]
+# after h and g (MuZero appendix G) so the unrolled dynamics stay bounded.
+# ---------------------------------------------------------------------------------------------
+class ResidualBlock(nn.Module):
+    channels: int
+
+    @nn.compact
+    def __call__(self, x):
+        y = nn.relu(nn.LayerNorm()(nn.Conv(self.channels, (3, 3))(x)))
+        y = nn.LayerNorm()(nn.Conv(self.channels, (3, 3))(y))
+        return nn.relu(x + y)
+
+
+class Head(nn.Module):
+    """Dense -> LayerNorm -> ReLU -> Dense on the flattened board."""
+    hidden: int
+    out: int
+
+    @nn.compact
+    def __call__(self, x):
+        x = x.reshape(x.shape[0], -1)
+        return nn.Dense(self.out)(nn.relu(nn.LayerNorm()(nn.Dense(self.hidden)(x))))
+
+
+def scale_hidden(x):
+    lo = x.min(axis=(1, 2, 3), keepdims=True)
+    hi = x.max(axis=(1, 2, 3), keepdims=True)
+    return (x - lo) / (hi - lo + 1e-5)
+
+
+class MuZeroNet(nn.Module):
+    num_actions: int
+    channels: int
+    repr_blocks: int
+    dyn_blocks: int
+    pred_blocks: int
+    head_hidden: int
+    support_size: int
+
+    def setup(self):
+        z = 2 * self.support_size + 1
+        self.repr_stem = nn.Conv(self.channels, (1, 1))
+        self.repr_tower = [ResidualBlock(self.channels) for _ in range(self.repr_blocks)]
+        self.dyn_stem = nn.Conv(self.channels, (1, 1))
+        self.dyn_tower = [ResidualBlock(self.channels) for _ in range(self.dyn_blocks)]
+        self.reward_head = Head(self.head_hidden, z)
+        self.pred_tower = [ResidualBlock(self.channels) for _ in range(self.pred_blocks)]
+        self.value_head = Head(self.head_hidden, z)
+        self.policy_head = Head(self.head_hidden, self.num_actions)
+        self.projection = ResidualBlock(self.channels)
+
+    def represent(self, stacked):
+        """h: stacked history (B, H, W, C_h) -> hidden state (B, H, W, channels)."""
+        x = self.repr_stem(stacked)
+        for block in self.repr_tower:
+            x = block(x)
+        return scale_hidden(x)
+
+    def dynamics(self, x, action):
+        """g: hidden state, action -> next hidden state, reward logits."""
+        b, h, w, _ = x.shape
+        x = self.dyn_stem(jnp.concatenate([x, action_planes(action, self.num_actions, h, w)], -1))
+        for block in self.dyn_tower:
+            x = block(x)
+        return scale_hidden(x), self.reward_head(x)
+
+    def predict(self, x):
+        """f: hidden state -> policy logits, value logits."""
+        for block in self.pred_tower:
+            x = block(x)
+        return self.policy_head(x), self.value_head(x)
+
+    def project(self, x):
+        """rho: the projection used by the self-consistency loss (4.3.8)."""
+        return self.projection(x)
+
+    def __call__(self, stacked, action):  # only used by init, to create every parameter
+        x = self.represent(stacked)
+        x, _ = self.dynamics(x, action)
+        return self.predict(x), self.project(x)
+
+
+def make_network(args: Args, num_actions: int) -> MuZeroNet:
+    return MuZeroNet(num_actions, args.channels, args.repr_blocks, args.dyn_blocks, args.pred_blocks,
+                     args.head_hidden, args.support_size)
+
+
+# ---------------------------------------------------------------------------------------------
+# Planner (4.3.6): MCTX search over the learned model. The legal-action mask applies at the root
+# only (MCTX's `invalid_actions`); inside the tree every action, the dummy one included, is open.
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlannerConfig:
+    policy: str
+    num_simulations: int
+    pb_c_init: float
+    pb_c_base: float
+    temperature: float
+    dirichlet_alpha: float
+    dirichlet_fraction: float
+    gumbel_scale: float
+    max_num_considered_actions: int
+
+
+def planner_configs(args: Args) -> tuple[PlannerConfig, PlannerConfig]:
+    """(training, evaluation) settings, Table 5.1."""
+    train = PlannerConfig(args.planner, args.num_simulations, args.pb_c_init, args.pb_c_base, args.temperature,
+                          args.dirichlet_alpha, args.dirichlet_fraction, args.gumbel_scale,
+                          args.max_num_considered_actions)
+    test = PlannerConfig(args.planner, args.eval_num_simulations, args.eval_pb_c_init, args.pb_c_base,
+                         args.eval_temperature, args.eval_dirichlet_alpha, args.dirichlet_fraction, 0.0,
+                         args.max_num_considered_actions)
+    return train, test
+
+
+def run_search(cfg: PlannerConfig, params, rng, root: mctx.RootFnOutput, recurrent_fn, legal):
+    invalid = ~legal
+    if cfg.policy == "gumbel":
+        return mctx.gumbel_muzero_policy(
+            params, rng, root, recurrent_fn, cfg.num_simulations, invalid_actions=invalid,
+            max_num_considered_actions=cfg.max_num_considered_actions, gumbel_scale=cfg.gumbel_scale)
+    return mctx.muzero_policy(
+        params, rng, root, recurrent_fn, cfg.num_simulations, invalid_actions=invalid,
+        dirichlet_fraction=cfg.dirichlet_fraction, dirichlet_alpha=cfg.dirichlet_alpha,
+        pb_c_init=cfg.pb_c_init, pb_c_base=cfg.pb_c_base, temperature=cfg.temperature)
+
+
+class ActorState(NamedTuple):
+    frames: jax.Array  # (B, L, H, W, C): o_{t-L..t-1} before the step, o_{t-L+1..t} after
+    actions: jax.Array  # (B, L): a_{t-L..t-1}
+
+
+def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float):
+    """One jitted function per acting step: history stacking, initial inference, search, action."""
+    s = net.support_size
+
+    def recurrent_fn(params, rng, action, x):
+        x, reward_logits = net.apply(params, x, action, method=MuZeroNet.dynamics)
+        policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+        out = mctx.RecurrentFnOutput(
+            reward=categorical_to_scalar(jax.nn.softmax(reward_logits), s),
+            discount=jnp.full(action.shape, gamma, jnp.float32),
+            prior_logits=policy_logits,
+            value=categorical_to_scalar(jax.nn.softmax(value_logits), s))
+        return out, x
+
+    @jax.jit
+    def act(params, state: ActorState, obs, is_first, legal, rng):
+        keep = ~is_first
+        frames = state.frames * keep[:, None, None, None, None]
+        actions = state.actions * keep[:, None]  # zero frames and dummy actions before the first step
+        frames = jnp.concatenate([frames[:, 1:], obs[:, None].astype(jnp.float32)], axis=1)
+        x = net.apply(params, stack_history(frames, actions, net.num_actions), method=MuZeroNet.represent)
+        prior_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+        root = mctx.RootFnOutput(prior_logits=prior_logits,
+                                 value=categorical_to_scalar(jax.nn.softmax(value_logits), s), embedding=x)
+        out = run_search(cfg, params, rng, root, recurrent_fn, legal)
+        root_value = out.search_tree.summary().value
+        actions = jnp.concatenate([actions[:, 1:], out.action[:, None]], axis=1)
+        return ActorState(frames, actions), out.action, root_value, out.action_weights
+
+    return act
+
+
+def initial_actor_state(num_envs: int, history_length: int, obs_shape) -> ActorState:
+    return ActorState(jnp.zeros((num_envs, history_length, *obs_shape), jnp.float32),
+                      jnp.zeros((num_envs, history_length), jnp.int32))
+
+
+# ---------------------------------------------------------------------------------------------
+# Training targets (4.3.7). A window holds steps c-L .. c+K+N of one environment's stream around
+# the position c = L being trained. Steps of another episode are masked: zero frames and dummy
+# actions before it; dummy actions, zero rewards, zero values and a dummy policy after it (4.3.3).
+# ---------------------------------------------------------------------------------------------
+STEP_FIELDS = ("obs", "reward", "is_first", "is_last", "action", "value", "policy", "valid")
+
+
+class Targets(NamedTuple):
+    stacked: jax.Array  # (H, W, C_h) input of h at c
+    next_stacked: jax.Array  # (H, W, C_h) input of h at c+1 (self-consistency target)
+    actions: jax.Array  # (K,) a_c .. a_{c+K-1}
+    rewards: jax.Array  # (K,) r_{c+1} .. r_{c+K}
+    values: jax.Array  # (K+1,) G^N_c .. G^N_{c+K}
+    policies: jax.Array  # (K+1, |A^a|) p*_c .. p*_{c+K}
+    consistency_mask: jax.Array  # () 1 unless c is the episode's last step
+    priority: jax.Array  # () |v*_c - G^N_c|
+
+
+def compute_targets(window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float) -> Targets:
+    """window: one environment's steps c-L .. c+K+N (fields of STEP_FIELDS, no batch axis)."""
+    L, K, N = history_length, unroll_steps, td_steps
+    c = L
+    num_actions = window["policy"].shape[-1]
+    episode = jnp.cumsum(window["is_first"])
+
+    def history(center):
+        same = episode[center - L + 1: center + 1] == episode[center]
+        frames = window["obs"][center - L + 1: center + 1].astype(jnp.float32) * same[:, None, None, None]
+        acts = window["action"][center - L: center] * (episode[center - L: center] == episode[center])
+        return stack_history(frames[None], acts[None], num_actions)[0]
+
+    same = episode == episode[c]  # steps of c's episode; everything after its last step is False
+    actions = jnp.where(same, window["action"], 0)
+    rewards = jnp.where(same, window["reward"], 0.0)
+    values = jnp.where(same & ~window["is_last"], window["value"], 0.0)  # v* = 0 at and after the end
+    dummy = jax.nn.one_hot(0, num_actions)
+    policies = jnp.where(same[:, None], window["policy"], dummy)
+    discounts = gamma ** jnp.arange(N)
+    # G^N_j = sum_{n<N} gamma^n r_{j+n+1} + gamma^N v*_{j+N}, for j = c .. c+K
+    returns = jnp.stack([
+        jnp.sum(discounts * rewards[j + 1: j + N + 1]) + gamma**N * values[j + N] for j in range(c, c + K + 1)
+    ])
+    return Targets(
+        stacked=history(c),
+        next_stacked=history(c + 1),
+        actions=actions[c: c + K],
+        rewards=rewards[c + 1: c + K + 1],
+        values=returns,
+        policies=policies[c: c + K + 1],
+        consistency_mask=(~window["is_last"][c]).astype(jnp.float32),
+        priority=jnp.abs(values[c] - returns[0]),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Replay (4.3.14): fixed-length segments in FIFO order, so long episodes (Freeway: 2500 steps)
+# reach the learner as they are played. A segment holds num_steps trainable positions plus the L
+# steps before and K+N after them that their targets need.
+# ---------------------------------------------------------------------------------------------
+def empty_segments(num_envs: int, span: int, obs_shape, num_actions: int) -> dict:
+    """Steps not played yet: padding that starts a new episode and is never trained on."""
+    return {
+        "obs": np.zeros((num_envs, span, *obs_shape), np.uint8),
+        "reward": np.zeros((num_envs, span), np.float32),
+        "is_first": np.ones((num_envs, span), bool),
+        "is_last": np.zeros((num_envs, span), bool),
+        "action": np.zeros((num_envs, span), np.int32),
+        "value": np.zeros((num_envs, span), np.float32),
+        "policy": np.zeros((num_envs, span, num_actions), np.float32),
+        "valid": np.zeros((num_envs, span), bool),
+    }
+
+
+def gather_windows(segments: dict, seg: np.ndarray, pos: np.ndarray, window: int) -> dict:
+    """Windows of steps pos .. pos+window-1 of segments seg, i.e. c-L .. c+K+N for c = pos+L."""
+    idx = pos[:, None] + np.arange(window)[None]
+    return {k: v[seg[:, None], idx] for k, v in segments.items()}
+
+
+def sampling_probabilities(priorities: np.ndarray, valid: np.ndarray, mode: str, alpha: float, eps: float):
+    """P(i) over all positions; invalid positions get 0. uniform: 1/N; proportional:
+    (p_i + eps)^alpha / sum; rank: (1/rank_i)^alpha / sum, rank 1 = largest priority."""
+    p = np.zeros(priorities.shape, np.float64)
+    if mode == "uniform":
+        p[valid] = 1.0
+    elif mode == "proportional":
+        p[valid] = (priorities[valid].astype(np.float64) + eps) ** alpha
+    else:
+        order = np.argsort(-priorities[valid], kind="stable")
+        ranks = np.empty(len(order), np.float64)
+        ranks[order] = np.arange(1, len(order) + 1)
+        p[valid] = ranks ** (-alpha)
+    return p / p.sum()
+
+
+def importance_weights(probs: np.ndarray, num_valid: int):
+    """rho_i = 1 / (N * P(i))."""
+    return 1.0 / (num_valid * probs)
+
+
+class Replay:
+    def __init__(self, capacity: int, segment_steps: int, history_length: int, lookahead: int,
+                 obs_shape, num_actions: int, mode: str, alpha: float, eps: float, seed: int):
+        self.L, self.S = history_length, segment_steps
+        self.window = history_length + lookahead + 1
+        self.storage = empty_segments(capacity, history_length + segment_steps + lookahead, obs_shape, num_actions)
+        self.priorities = np.zeros((capacity, segment_steps), np.float32)
+        self.capacity, self.next, self.size = capacity, 0, 0
+        self.mode, self.alpha, self.eps = mode, alpha, eps
+        self.rng = np.random.default_rng(seed)
+        self.probs = None
+
+    def add(self, segments: dict, priorities: np.ndarray):
+        for i in range(len(priorities)):
+            for k, v in segments.items():
+                self.storage[k][self.next] = v[i]
+            self.priorities[self.next] = priorities[i]
+            self.next = (self.next + 1) % self.capacity
+            self.size = min(self.size + 1, self.capacity)
+        self.probs = None  # recomputed lazily, once per batch of new segments
+
+    def trainable(self) -> np.ndarray:
+        """(capacity, S) mask of positions whose step was really played."""
+        mask = self.storage["valid"][:, self.L: self.L + self.S].copy()
+        mask[self.size:] = False
+        return mask
+
+    @property
+    def num_trainable(self) -> int:
+        return int(self.trainable().sum())
+
+    def sample(self, batch_size: int):
+        if self.probs is None:
+            valid = self.trainable().ravel()
+            self.probs = sampling_probabilities(self.priorities.ravel(), valid, self.mode, self.alpha, self.eps)
+            self.num_valid = int(valid.sum())
+        flat = self.rng.choice(self.probs.size, size=batch_size, p=self.probs)
+        seg, pos = np.divmod(flat, self.S)
+        batch = gather_windows(self.storage, seg, pos, self.window)
+        return batch, importance_weights(self.probs[flat], self.num_valid).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loss and update (4.3.8-4.3.9)
+# ---------------------------------------------------------------------------------------------
+class TrainState(NamedTuple):
+    params: dict
+    target_params: dict
+    opt_state: optax.OptState
+    step: jax.Array
+
+
+def scale_gradient(x, scale: float):
+    return x * scale + jax.lax.stop_gradient(x) * (1 - scale)
+
+
+def cross_entropy(target_probs, logits):
+    return -jnp.sum(target_probs * jax.nn.log_softmax(logits), axis=-1)
+
+
+def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransformation):
+    K, S = args.unroll_steps, args.support_size
+    targets_fn = jax.vmap(partial(compute_targets, history_length=args.history_length, unroll_steps=K,
+                                  td_steps=args.td_steps, gamma=args.gamma))
+
+    def loss_fn(params, target_params, window, weights):
+        t = targets_fn(window)
+        x = net.apply(params, t.stacked, method=MuZeroNet.represent)
+        policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+        policy_loss = cross_entropy(t.policies[:, 0], policy_logits)
+        value_loss = cross_entropy(scalar_to_categorical(t.values[:, 0], S), value_logits)
+        reward_loss = 0.0
+        for k in range(1, K + 1):
+            x = scale_gradient(x, 0.5)  # halve the gradient entering each dynamics call
+            x, reward_logits = net.apply(params, x, t.actions[:, k - 1], method=MuZeroNet.dynamics)
+            if k == 1:
+                x_one = x
+            policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+            policy_loss += cross_entropy(t.policies[:, k], policy_logits) / K
+            value_loss += cross_entropy(scalar_to_categorical(t.values[:, k], S), value_logits) / K
+            reward_loss += cross_entropy(scalar_to_categorical(t.rewards[:, k - 1], S), reward_logits)
+        # self-consistency: projected x^1_t towards the (stop-gradient, target-network) x^0_{t+1}
+        projected = net.apply(params, x_one, method=MuZeroNet.project).reshape(x_one.shape[0], -1)
+        x_next = jax.lax.stop_gradient(
+            net.apply(target_params, t.next_stacked, method=MuZeroNet.represent)).reshape(x_one.shape[0], -1)
+        consistency_loss = optax.losses.cosine_distance(projected, x_next, epsilon=1e-8) * t.consistency_mask
+        per_sample = (policy_loss + args.value_coef * value_loss + args.reward_coef * reward_loss
+                      + args.consistency_coef * consistency_loss)
+        l2 = sum(jnp.sum(p**2) for p in jax.tree.leaves(params))
+        loss = jnp.mean(weights * per_sample) + args.l2_coef * l2
+        metrics = {
+            "losses/total_loss": loss,
+            "losses/policy_loss": jnp.mean(policy_loss),
+            "losses/value_loss": jnp.mean(value_loss),
+            "losses/reward_loss": jnp.mean(reward_loss),
+            "losses/consistency_loss": jnp.mean(consistency_loss),
+            "losses/l2_loss": l2,
+            "losses/value_target": jnp.mean(t.values[:, 0]),
+            "losses/importance_weight": jnp.mean(weights),
+        }
+        return loss, metrics
+
+    @jax.jit
+    def update(state: TrainState, window, weights):
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, state.target_params, window, weights)
+        metrics["losses/grad_norm"] = optax.global_norm(grads)
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        step = state.step + 1
+        target_params = optax.periodic_update(params, state.target_params, step, args.target_update_interval)
+        return TrainState(params, target_params, opt_state, step), metrics
+
+    return update
+
+
+def make_priority_fn(args: Args):
+    targets_fn = jax.vmap(partial(compute_targets, history_length=args.history_length,
+                                  unroll_steps=args.unroll_steps, td_steps=args.td_steps, gamma=args.gamma))
+    return jax.jit(lambda window: targets_fn(window).priority)
+
+
+# ---------------------------------------------------------------------------------------------
+# Actor thread (Cleanba): acts with parameters exactly one version behind the learner.
+# ---------------------------------------------------------------------------------------------
+class Rollout(NamedTuple):
+    segments: dict  # fields of STEP_FIELDS, (num_envs, L + S + K + N, ...)
+    episode_returns: list
+    episode_lengths: list
+    root_value: float
+    policy_entropy: float
+    params_wait: float
+    put_wait: float
+    actor_time: float
+
+
+def actor_loop(args: Args, act_fn, params, params_queue: queue.Queue, rollout_queue: queue.Queue,
+               num_iterations: int, key):
+    try:
+        envs = MinAtarVecEnv(args.env_id, args.num_envs, args.seed, args.sticky_action_prob)
+        n, L, S = args.num_envs, args.history_length, args.num_steps
+        span = L + S + args.unroll_steps + args.td_steps
+        segments = empty_segments(n, span, envs.obs_shape, envs.num_actions)
+        state = initial_actor_state(n, L, envs.obs_shape)
+        step = envs.step(np.zeros(n, np.int32))
+        ep_return, ep_length = np.zeros(n), np.zeros(n, np.int64)
+        put_wait = 0.0
+        for iteration in range(1, num_iterations + 1):
+            start = time.time()
+            params_wait = 0.0
+            if iteration >= 3:  # iterations 1 and 2 both use the initial parameters (Cleanba)
+                t0 = time.time()
+                params = params_queue.get()
+                params_wait = time.time() - t0
+            for k in segments:
+                segments[k] = np.roll(segments[k], -S, axis=1)
+            returns, lengths, root_values, entropies = [], [], [], []
+            for t in range(span - S, span):
+                key, sub = jax.random.split(key)
+                legal = envs.legal_actions(step.is_last)
+                state, action, root_value, policy = act_fn(params, state, step.obs, step.is_first, legal, sub)
+                action, root_value, policy = np.asarray(action), np.asarray(root_value), np.asarray(policy)
+                for k, v in zip(("obs", "reward", "is_first", "is_last", "action", "value", "policy"),
+                                (step.obs, step.reward, step.is_first, step.is_last, action, root_value, policy)):
+                    segments[k][:, t] = v
+                segments["valid"][:, t] = True
+                ep_return += step.reward
+                ep_length += 1
+                for i in np.flatnonzero(step.is_last):
+                    returns.append(float(ep_return[i]))
+                    lengths.append(int(ep_length[i]))
+                ep_return[step.is_last], ep_length[step.is_last] = 0.0, 0
+                root_values.append(root_value.mean())
+                entropies.append(-np.sum(policy * np.log(policy + 1e-12), -1).mean())
+                step = envs.step(action)
+            actor_time = time.time() - start
+            t0 = time.time()
+            rollout_queue.put(Rollout({k: v.copy() for k, v in segments.items()}, returns, lengths,
+                                      float(np.mean(root_values)), float(np.mean(entropies)),
+                                      params_wait, put_wait, actor_time))
+            put_wait = time.time() - t0  # reported with the next rollout
+    except Exception as e:  # hand the error to the learner instead of leaving it blocked
+        rollout_queue.put(e)
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation, saving and loading
+# ---------------------------------------------------------------------------------------------
+def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed: int, record: bool = False):
+    """Plays `num_episodes` episodes as one batch with the evaluation planner, each cut at
+    --max-episode-steps. Returns (returns, lengths, frames of episode 0 if `record`)."""
+    envs = MinAtarVecEnv(args.env_id, num_episodes, seed, args.sticky_action_prob, args.max_episode_steps)
+    state = initial_actor_state(num_episodes, args.history_length, envs.obs_shape)
+    step = envs.step(np.zeros(num_episodes, np.int32))
+    returns, lengths = np.zeros(num_episodes), np.zeros(num_episodes, np.int64)
+    done = np.zeros(num_episodes, bool)
+    frames = []
+    key = jax.random.PRNGKey(seed)
+    while not done.all():
+        if record and not done[0]:
+            frames.append(step.obs[0])
+        key, sub = jax.random.split(key)
+        state, action, _, _ = act_fn(params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub)
+        live = ~done
+        returns[live] += step.reward[live]
+        lengths[live & ~step.is_last] += 1
+        done |= step.is_last
+        step = envs.step(np.asarray(action))
+    return returns, lengths, frames
+
+
+def save_gif(frames: list, path: str):
+    """MinAtar observations as an animated GIF, one colour per channel (as minatar's display)."""
+    import matplotlib
+    from PIL import Image
+
+    c = frames[0].shape[-1]
+    palette = np.vstack([[0, 0, 0], np.asarray(matplotlib.colormaps["cubehelix"](np.linspace(0.2, 0.9, c)))[:, :3]])
+    images = []
+    for f in frames:
+        index = np.max(f * (np.arange(c) + 1), axis=-1).astype(int)
+        rgb = (palette[index] * 255).astype(np.uint8)
+        images.append(Image.fromarray(rgb).resize((160, 160), Image.NEAREST))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    images[0].save(path, save_all=True, append_images=images[1:], duration=50, loop=0)
+
+
+def save_model(path: str, args: Args, params):
+    with open(path, "wb") as f:
+        f.write(flax.serialization.to_bytes(params))
+    with open(path + ".json", "w") as f:
+        json.dump(asdict(args), f, indent=2)
+
+
+def load_model(path: str):
+    """Returns (args, network, params) saved by --save-model."""
+    with open(path + ".json") as f:
+        args = Args(**json.load(f))
+    net = make_network(args, MinAtarVecEnv(args.env_id, 1, 0, 0.0).num_actions)
+    template = init_params(net, args, jax.random.PRNGKey(0))
+    with open(path, "rb") as f:
+        params = flax.serialization.from_bytes(template, f.read())
+    return args, net, params
+
+
+def evaluate(model_path: str, eval_episodes: int = 10, seed: int = 0):
+    """Loads a saved model and plays `eval_episodes` episodes with its evaluation planner."""
+    args, net, params = load_model(model_path)
+    act_fn = make_act_fn(net, planner_configs(args)[1], args.gamma)
+    returns, _, _ = evaluate_policy(act_fn, params, args, eval_episodes, seed)
+    return returns
+
+
+def init_params(net: MuZeroNet, args: Args, key):
+    obs_shape = MinAtarVecEnv(args.env_id, 1, 0, 0.0).obs_shape
+    planes = args.history_length * (obs_shape[-1] + net.num_actions)
+    return net.init(key, jnp.zeros((1, *obs_shape[:2], planes)), jnp.zeros((1,), jnp.int32))
+
+
+# ---------------------------------------------------------------------------------------------
+# Learner (main thread)
+# ---------------------------------------------------------------------------------------------
+def main(args: Args):
+    validate_args(args)
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.track:
+        import wandb
+
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
+                   config=vars(args), name=run_name, save_code=True)
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n%s" % "\n".join(
+        [f"|{key}|{value}|" for key, value in vars(args).items()]))
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    key = jax.random.PRNGKey(args.seed)
+    key, net_key, actor_key = jax.random.split(key, 3)
+
+    probe = MinAtarVecEnv(args.env_id, 1, args.seed, args.sticky_action_prob)
+    net = make_network(args, probe.num_actions)
+    params = init_params(net, args, net_key)
+    optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
+    state = TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
+    train_planner, test_planner = planner_configs(args)
+    act_fn = make_act_fn(net, train_planner, args.gamma)
+    eval_act_fn = make_act_fn(net, test_planner, args.gamma)
+    update_fn = make_update_fn(net, args, optimizer)
+    priority_fn = make_priority_fn(args)
+
+    L, S = args.history_length, args.num_steps
+    lookahead = args.unroll_steps + args.td_steps
+    replay = Replay(args.buffer_size // S, S, L, lookahead, probe.obs_shape, probe.num_actions, args.sampling,
+                    args.priority_exponent, args.priority_epsilon, args.seed)
+    steps_per_iteration = args.num_envs * S
+    num_iterations = args.total_timesteps // steps_per_iteration
+
+    params_queue, rollout_queue = queue.Queue(maxsize=1), queue.Queue(maxsize=1)
+    actor = threading.Thread(target=actor_loop, daemon=True, args=(
+        args, act_fn, state.params, params_queue, rollout_queue, num_iterations, actor_key))
+    actor.start()
+
+    start_time = time.time()
+    last_log, next_eval = start_time, args.eval_interval
+    global_step, sample_credit, num_updates = 0, 0.0, 0
+    metrics, eval_return, train_returns = {}, float("nan"), []
+    for iteration in range(1, num_iterations + 1):
+        t0 = time.time()
+        rollout = rollout_queue.get()
+        rollout_wait = time.time() - t0
+        if isinstance(rollout, Exception):
+            raise RuntimeError("the actor thread failed") from rollout
+        learn_start = time.time()
+        global_step += steps_per_iteration
+        seg, pos = np.divmod(np.arange(args.num_envs * S), S)
+        windows = gather_windows(rollout.segments, seg, pos, replay.window)
+        priorities = np.asarray(priority_fn(windows)).reshape(args.num_envs, S)
+        replay.add(rollout.segments, priorities)
+
+        for ret, length in zip(rollout.episode_returns, rollout.episode_lengths):
+            writer.add_scalar("charts/episodic_return", ret, global_step)
+            writer.add_scalar("charts/episodic_length", length, global_step)
+        train_returns = (train_returns + rollout.episode_returns)[-20:]
+
+        if replay.num_trainable >= args.learning_starts:
+            sample_credit += args.replay_ratio * steps_per_iteration
+            while sample_credit >= args.batch_size:
+                sample_credit -= args.batch_size
+                batch, weights = replay.sample(args.batch_size)
+                state, metrics = update_fn(state, batch, weights)
+                num_updates += 1
+        jax.block_until_ready(state)  # so that the timings below measure the work, not its dispatch
+        t1 = time.time()
+        if iteration <= num_iterations - 2:  # the actor's iteration i + 2 acts with these parameters
+            params_queue.put(state.params)
+        params_put_wait = time.time() - t1
+        learn_time = time.time() - learn_start
+
+        if metrics:
+            for k, v in metrics.items():
+                writer.add_scalar(k, float(v), global_step)
+        writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
+        writer.add_scalar("charts/num_updates", num_updates, global_step)
+        writer.add_scalar("charts/root_value", rollout.root_value, global_step)
+        writer.add_scalar("charts/policy_entropy", rollout.policy_entropy, global_step)
+        writer.add_scalar("stats/learner_rollout_queue_wait", rollout_wait, global_step)
+        writer.add_scalar("stats/learner_params_queue_put_wait", params_put_wait, global_step)
+        writer.add_scalar("stats/learner_time", learn_time, global_step)
+        writer.add_scalar("stats/actor_params_queue_wait", rollout.params_wait, global_step)
+        writer.add_scalar("stats/actor_time", rollout.actor_time, global_step)
+        writer.add_scalar("stats/replay_size", replay.num_trainable, global_step)
+
+        if global_step >= next_eval or iteration == num_iterations:
+            next_eval += args.eval_interval
+            returns, lengths, frames = evaluate_policy(eval_act_fn, state.params, args, args.eval_episodes,
+                                                       args.seed + 10_000 + iteration, record=args.capture_video)
+            eval_return = float(np.mean(returns))
+            writer.add_scalar("charts/eval_episodic_return", eval_return, global_step)
+            writer.add_scalar("charts/eval_episodic_length", float(np.mean(lengths)), global_step)
+            if args.capture_video:
+                save_gif(frames, f"videos/{run_name}/eval_{global_step}.gif")
+
+        if time.time() - last_log >= args.log_interval or iteration == num_iterations:
+            last_log = time.time()
+            mean_ret = np.mean(train_returns) if train_returns else float("nan")
+            print(f"step={global_step} SPS={int(global_step / (last_log - start_time))} updates={num_updates} "
+                  f"train_return={mean_ret:.2f} eval_return={eval_return:.2f} "
+                  f"loss={float(metrics.get('losses/total_loss', np.nan)):.3f} "
+                  f"waits: learner={rollout_wait:.2f}s actor={rollout.params_wait:.2f}s", flush=True)
+
+    actor.join()
+    if args.save_model:
+        model_path = f"runs/{run_name}/{args.exp_name}.muzero_model"
+        save_model(model_path, args, state.params)
+        print(f"model saved to {model_path}")
+    writer.close()
+    if args.track:
+        wandb.finish()
+    return state
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
