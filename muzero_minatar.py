@@ -1,6 +1,12 @@
-# MuZero for MinAtar in one file: flax networks, an MCTX planner, segment replay with prioritized
-# sampling, Cleanba-style actor/learner threads. The algorithm follows the MooZi thesis (section
-# numbers in comments, e.g. "4.3.7"); the actor/learner design follows Cleanba.
+"""MuZero for MinAtar in one file.
+
+Read top to bottom: Args (every flag, thesis value in its docstring), the environment bridge with the
+dummy action (MooZi thesis 4.3.1-4.3.3), history stacking and the categorical value transform
+(4.3.4, 2.8.6), the flax networks h, g, f and the projection (4.3.5), the MCTX planner (4.3.6),
+training targets (4.3.7), segment replay with prioritized sampling (4.3.14), loss and update
+(4.3.8-4.3.9), the actor thread and the learner loop (Cleanba: the actor acts with parameters exactly
+one version behind the learner, so a run's data is fixed by its seed).
+"""
 import json
 import os
 import queue
@@ -248,6 +254,21 @@ class MinAtarVecEnv:
         legal[:, 0] = is_last
         legal[:, 1:] = ~is_last[:, None]
         return legal
+
+
+class EpisodeTracker:
+    """Running return and length (env actions taken) of each copy; hands back finished episodes."""
+
+    def __init__(self, num_envs: int):
+        self.returns, self.lengths = np.zeros(num_envs), np.zeros(num_envs, np.int64)
+
+    def update(self, step: Step):
+        self.returns += step.reward
+        self.lengths += ~step.is_last
+        done = np.flatnonzero(step.is_last)
+        finished = (done, self.returns[done].copy(), self.lengths[done].copy())
+        self.returns[done], self.lengths[done] = 0.0, 0
+        return finished
 
 
 # ---------------------------------------------------------------------------------------------
@@ -675,7 +696,7 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
     @jax.jit
     def update(state: TrainState, window, weights):
         grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, state.target_params, window, weights)
-        metrics["losses/grad_norm"] = optax.global_norm(grads)
+        metrics["losses/grad_norm"] = optax.tree.norm(grads)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         step = state.step + 1
@@ -714,7 +735,7 @@ def actor_loop(args: Args, act_fn, params, params_queue: queue.Queue, rollout_qu
         segments = empty_segments(n, span, envs.obs_shape, envs.num_actions)
         state = initial_actor_state(n, L, envs.obs_shape)
         step = envs.step(np.zeros(n, np.int32))
-        ep_return, ep_length = np.zeros(n), np.zeros(n, np.int64)
+        episodes = EpisodeTracker(n)
         put_wait = 0.0
         for iteration in range(1, num_iterations + 1):
             start = time.time()
@@ -735,12 +756,9 @@ def actor_loop(args: Args, act_fn, params, params_queue: queue.Queue, rollout_qu
                                 (step.obs, step.reward, step.is_first, step.is_last, action, root_value, policy)):
                     segments[k][:, t] = v
                 segments["valid"][:, t] = True
-                ep_return += step.reward
-                ep_length += 1
-                for i in np.flatnonzero(step.is_last):
-                    returns.append(float(ep_return[i]))
-                    lengths.append(int(ep_length[i]))
-                ep_return[step.is_last], ep_length[step.is_last] = 0.0, 0
+                _, finished_returns, finished_lengths = episodes.update(step)
+                returns += finished_returns.tolist()
+                lengths += finished_lengths.tolist()
                 root_values.append(root_value.mean())
                 entropies.append(-np.sum(policy * np.log(policy + 1e-12), -1).mean())
                 step = envs.step(action)
@@ -764,6 +782,7 @@ def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed: int, re
     envs = MinAtarVecEnv(args.env_id, num_episodes, seed, args.sticky_action_prob, args.max_episode_steps)
     state = initial_actor_state(num_episodes, args.history_length, envs.obs_shape)
     step = envs.step(np.zeros(num_episodes, np.int32))
+    episodes = EpisodeTracker(num_episodes)
     returns, lengths = np.zeros(num_episodes), np.zeros(num_episodes, np.int64)
     done = np.zeros(num_episodes, bool)
     frames = []
@@ -773,10 +792,10 @@ def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed: int, re
             frames.append(step.obs[0])
         key, sub = jax.random.split(key)
         state, action, _, _ = act_fn(params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub)
-        live = ~done
-        returns[live] += step.reward[live]
-        lengths[live & ~step.is_last] += 1
-        done |= step.is_last
+        ended, ended_returns, ended_lengths = episodes.update(step)
+        first_time = ~done[ended]  # each copy counts its first episode only
+        returns[ended[first_time]], lengths[ended[first_time]] = ended_returns[first_time], ended_lengths[first_time]
+        done[ended] = True
         step = envs.step(np.asarray(action))
     return returns, lengths, frames
 
@@ -918,6 +937,7 @@ def main(args: Args):
         writer.add_scalar("stats/learner_params_queue_put_wait", params_put_wait, global_step)
         writer.add_scalar("stats/learner_time", learn_time, global_step)
         writer.add_scalar("stats/actor_params_queue_wait", rollout.params_wait, global_step)
+        writer.add_scalar("stats/actor_rollout_queue_put_wait", rollout.put_wait, global_step)
         writer.add_scalar("stats/actor_time", rollout.actor_time, global_step)
         writer.add_scalar("stats/replay_size", replay.num_trainable, global_step)
 

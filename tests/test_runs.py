@@ -1,0 +1,115 @@
+"""End-to-end tests: the script as a researcher runs it, in a subprocess."""
+import ast
+import dataclasses
+import glob
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import muzero_minatar as m
+
+SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "muzero_minatar.py")
+ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
+SMALL_RUN = [
+    "--total-timesteps", "1536", "--num-envs", "8", "--num-steps", "32", "--learning-starts", "256",
+    "--batch-size", "32", "--buffer-size", "4096", "--channels", "8", "--repr-blocks", "1", "--pred-blocks", "0",
+    "--head-hidden", "16", "--num-simulations", "4", "--eval-num-simulations", "4", "--eval-episodes", "2",
+    "--max-episode-steps", "50", "--eval-interval", "768", "--seed", "3",
+]
+
+
+def run(args, cwd, timeout=600):
+    return subprocess.run([sys.executable, SCRIPT, *args], cwd=cwd, env=ENV, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def field_docstrings():
+    """Args field -> the docstring written under it in the source."""
+    tree = ast.parse(open(SCRIPT).read())
+    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Args").body
+    docs = {}
+    for node, nxt in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+            docs[node.target.id] = nxt.value.value
+    return docs
+
+
+def test_help_documents_every_flag(tmp_path):
+    out = run(["--help"], tmp_path)
+    assert out.returncode == 0
+    docs = field_docstrings()
+    help_text = " ".join(out.stdout.split())
+    for field in dataclasses.fields(m.Args):
+        assert f"--{field.name.replace('_', '-')}" in help_text
+        assert docs.get(field.name), f"{field.name} has no docstring"
+        assert " ".join(docs[field.name].split())[:40] in help_text, field.name
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--env-id", "Pong"], "--env-id"),
+    (["--num-envs", "0"], "--num-envs"),
+    (["--replay-ratio", "0"], "--replay-ratio"),
+    (["--batch-size", "512", "--buffer-size", "256", "--num-envs", "4", "--num-steps", "8"], "--batch-size"),
+    (["--learning-starts", "1000000000"], "--learning-starts"),
+    (["--gamma", "1.5"], "--gamma"),
+    (["--total-timesteps", "100"], "--total-timesteps"),
+])
+def test_bad_flags_exit_with_a_message(tmp_path, flags, named):
+    out = run(flags, tmp_path, timeout=120)
+    assert out.returncode != 0
+    assert named in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not os.path.exists(tmp_path / "runs")  # stopped before anything was written
+
+
+def scalars(run_dir, prefixes):
+    acc = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)]
+            for tag in acc.Tags()["scalars"] if tag.startswith(prefixes)}
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    dirs = []
+    for name, extra in (("a", []), ("b", ["--track"])):  # --track (W&B disabled) must not change the run
+        d = tmp_path_factory.mktemp(name)
+        out = run([*SMALL_RUN, "--save-model", *extra], d)
+        assert out.returncode == 0, out.stderr[-3000:]
+        dirs.append(d)
+    return dirs
+
+
+def test_smoke_run_writes_events_and_a_loadable_model(two_runs):
+    (run_dir,) = glob.glob(str(two_runs[0] / "runs" / "*"))
+    assert os.path.basename(run_dir).startswith("Breakout__muzero_minatar__3__")
+    logged = scalars(run_dir, ("charts/", "losses/", "stats/"))
+    for tag in ["charts/episodic_return", "charts/eval_episodic_return", "charts/SPS", "charts/root_value",
+                "charts/policy_entropy", "losses/total_loss", "losses/policy_loss", "losses/value_loss",
+                "losses/reward_loss", "losses/consistency_loss", "stats/learner_rollout_queue_wait",
+                "stats/actor_params_queue_wait"]:
+        assert tag in logged, tag
+    # 6 iterations of 256 steps; learning starts once 256 positions are stored
+    assert [s for s, _ in logged["losses/total_loss"]][0] == 512
+    assert len(logged["losses/total_loss"]) == 5
+    assert [s for s, _ in logged["charts/eval_episodic_return"]] == [768, 1536]
+    assert all(np.isfinite(v) for _, v in logged["losses/total_loss"])
+
+    (model,) = glob.glob(os.path.join(run_dir, "*.muzero_model"))
+    args, net, params = m.load_model(model)
+    assert args.channels == 8 and args.seed == 3
+    returns = m.evaluate(model, eval_episodes=3, seed=5)
+    assert returns.shape == (3,)
+    assert np.all(returns >= 0) and np.all(returns <= 50)  # Breakout: +1 a brick, at most 50 steps
+    np.testing.assert_array_equal(returns, m.evaluate(model, eval_episodes=3, seed=5))
+
+
+def test_same_seed_same_logs(two_runs):
+    logs = [scalars(glob.glob(str(d / "runs" / "*"))[0], ("losses/", "charts/episodic_return",
+                                                           "charts/eval_episodic_return")) for d in two_runs]
+    assert logs[0]["charts/episodic_return"], "no episode finished"
+    assert logs[0] == logs[1]
