@@ -76,7 +76,8 @@ def scalars(run_dir, prefixes):
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
     dirs = []
-    for name, extra in (("a", []), ("b", ["--track"])):  # --track (W&B disabled) must not change the run
+    # --track (W&B disabled) and --capture-video must not change what the run learns
+    for name, extra in (("a", []), ("b", ["--track", "--capture-video"])):
         d = tmp_path_factory.mktemp(name)
         out = run([*SMALL_RUN, "--save-model", *extra], d)
         assert out.returncode == 0, out.stderr[-3000:]
@@ -106,6 +107,16 @@ def test_smoke_run_writes_events_and_a_loadable_model(two_runs):
     assert returns.shape == (3,)
     assert np.all(returns >= 0) and np.all(returns <= 50)  # Breakout: +1 a brick, at most 50 steps
     np.testing.assert_array_equal(returns, m.evaluate(model, eval_episodes=3, seed=5))
+
+
+def test_capture_video_writes_an_evaluation_gif(two_runs):
+    from PIL import Image
+
+    gifs = sorted(glob.glob(str(two_runs[1] / "videos" / "*" / "eval_*.gif")))
+    assert [os.path.basename(g) for g in gifs] == ["eval_1536.gif", "eval_768.gif"]
+    with Image.open(gifs[0]) as gif:
+        assert gif.size == (160, 160)
+        assert gif.n_frames >= 2  # an episode of at least two observations
 
 
 def test_same_seed_same_logs(two_runs):
