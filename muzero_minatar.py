@@ -155,6 +155,12 @@ class Args:
     log_interval: float = 30.0
     """seconds between progress lines on the console"""
 
+    # Devices (Cleanba / Sebulba split)
+    actor_device_id: int = 0
+    """index in jax.local_devices() of the device the actor searches on (and evaluation runs on)"""
+    learner_device_ids: tuple[int, ...] = (0,)
+    """devices the learner splits each batch over; gradients are averaged across them (data parallel)"""
+
 
 def fail(message: str):
     """Stops before any compilation with a message naming the flag, exit status 2 (as argparse)."""
@@ -196,6 +202,16 @@ def validate_args(args: Args):
     if args.learning_starts > args.total_timesteps:
         fail(f"--learning-starts ({args.learning_starts}) is larger than --total-timesteps "
              f"({args.total_timesteps}): no update would ever run")
+    num_devices = len(jax.local_devices())
+    for d in (args.actor_device_id, *args.learner_device_ids):
+        if not 0 <= d < num_devices:
+            fail(f"device id {d} in --actor-device-id/--learner-device-ids is not one of the {num_devices} "
+                 f"local devices (on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N gives N)")
+    if len(set(args.learner_device_ids)) != len(args.learner_device_ids) or not args.learner_device_ids:
+        fail(f"--learner-device-ids must be distinct and non-empty (got {args.learner_device_ids})")
+    if args.batch_size % len(args.learner_device_ids):
+        fail(f"--batch-size ({args.batch_size}) must split evenly over the "
+             f"{len(args.learner_device_ids)} --learner-device-ids")
     if args.replay_ratio * args.total_timesteps < args.batch_size:
         fail(f"--replay-ratio {args.replay_ratio} gives fewer samples over the run than one batch "
              f"of --batch-size {args.batch_size}: no update would ever run")
@@ -651,7 +667,14 @@ def cross_entropy(target_probs, logits):
     return -jnp.sum(target_probs * jax.nn.log_softmax(logits), axis=-1)
 
 
-def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransformation):
+def learner_mesh(device_ids) -> jax.sharding.Mesh:
+    return jax.sharding.Mesh(np.asarray([jax.local_devices()[i] for i in device_ids]), ("batch",))
+
+
+def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransformation, mesh: jax.sharding.Mesh):
+    """One jitted update. The batch is split over the mesh's devices and the parameters replicated:
+    XLA then computes the same gradient as on one device, summing the shards' parts (all-reduce)."""
+    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
     K, S = args.unroll_steps, args.support_size
     targets_fn = jax.vmap(partial(compute_targets, history_length=args.history_length, unroll_steps=K,
                                   td_steps=args.td_steps, gamma=args.gamma))
@@ -693,7 +716,7 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
         }
         return loss, metrics
 
-    @jax.jit
+    @partial(jax.jit, out_shardings=replicated)
     def update(state: TrainState, window, weights):
         grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, state.target_params, window, weights)
         metrics["losses/grad_norm"] = optax.tree.norm(grads)
@@ -703,7 +726,15 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
         target_params = optax.periodic_update(params, state.target_params, step, args.target_update_interval)
         return TrainState(params, target_params, opt_state, step), metrics
 
-    return update
+    split = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
+
+    def sharded_update(state: TrainState, window: dict, weights: np.ndarray):
+        state, metrics = update(state, jax.device_put(window, split), jax.device_put(weights, split))
+        if mesh.size > 1:  # CPU collectives abort when such programs are queued back to back
+            jax.block_until_ready(state)
+        return state, metrics
+
+    return sharded_update
 
 
 def make_priority_fn(args: Args):
@@ -728,46 +759,49 @@ class Rollout(NamedTuple):
 
 def actor_loop(args: Args, act_fn, params, params_queue: queue.Queue, rollout_queue: queue.Queue,
                num_iterations: int, key):
+    device = jax.local_devices()[args.actor_device_id]
     try:
-        envs = MinAtarVecEnv(args.env_id, args.num_envs, args.seed, args.sticky_action_prob)
-        n, L, S = args.num_envs, args.history_length, args.num_steps
-        span = L + S + args.unroll_steps + args.td_steps
-        segments = empty_segments(n, span, envs.obs_shape, envs.num_actions)
-        state = initial_actor_state(n, L, envs.obs_shape)
-        step = envs.step(np.zeros(n, np.int32))
-        episodes = EpisodeTracker(n)
-        put_wait = 0.0
-        for iteration in range(1, num_iterations + 1):
-            start = time.time()
-            params_wait = 0.0
-            if iteration >= 3:  # iterations 1 and 2 both use the initial parameters (Cleanba)
+        with jax.default_device(device):  # environment inputs go straight to the actor's device
+            envs = MinAtarVecEnv(args.env_id, args.num_envs, args.seed, args.sticky_action_prob)
+            n, L, S = args.num_envs, args.history_length, args.num_steps
+            span = L + S + args.unroll_steps + args.td_steps
+            segments = empty_segments(n, span, envs.obs_shape, envs.num_actions)
+            params = jax.device_put(params, device)
+            state = initial_actor_state(n, L, envs.obs_shape)
+            step = envs.step(np.zeros(n, np.int32))
+            episodes = EpisodeTracker(n)
+            put_wait = 0.0
+            for iteration in range(1, num_iterations + 1):
+                start = time.time()
+                params_wait = 0.0
+                if iteration >= 3:  # iterations 1 and 2 both use the initial parameters (Cleanba)
+                    t0 = time.time()
+                    params = jax.device_put(params_queue.get(), device)
+                    params_wait = time.time() - t0
+                for k in segments:
+                    segments[k] = np.roll(segments[k], -S, axis=1)
+                returns, lengths, root_values, entropies = [], [], [], []
+                for t in range(span - S, span):
+                    key, sub = jax.random.split(key)
+                    legal = envs.legal_actions(step.is_last)
+                    state, action, root_value, policy = act_fn(params, state, step.obs, step.is_first, legal, sub)
+                    action, root_value, policy = np.asarray(action), np.asarray(root_value), np.asarray(policy)
+                    for k, v in zip(("obs", "reward", "is_first", "is_last", "action", "value", "policy"),
+                                    (step.obs, step.reward, step.is_first, step.is_last, action, root_value, policy)):
+                        segments[k][:, t] = v
+                    segments["valid"][:, t] = True
+                    _, finished_returns, finished_lengths = episodes.update(step)
+                    returns += finished_returns.tolist()
+                    lengths += finished_lengths.tolist()
+                    root_values.append(root_value.mean())
+                    entropies.append(-np.sum(policy * np.log(policy + 1e-12), -1).mean())
+                    step = envs.step(action)
+                actor_time = time.time() - start
                 t0 = time.time()
-                params = params_queue.get()
-                params_wait = time.time() - t0
-            for k in segments:
-                segments[k] = np.roll(segments[k], -S, axis=1)
-            returns, lengths, root_values, entropies = [], [], [], []
-            for t in range(span - S, span):
-                key, sub = jax.random.split(key)
-                legal = envs.legal_actions(step.is_last)
-                state, action, root_value, policy = act_fn(params, state, step.obs, step.is_first, legal, sub)
-                action, root_value, policy = np.asarray(action), np.asarray(root_value), np.asarray(policy)
-                for k, v in zip(("obs", "reward", "is_first", "is_last", "action", "value", "policy"),
-                                (step.obs, step.reward, step.is_first, step.is_last, action, root_value, policy)):
-                    segments[k][:, t] = v
-                segments["valid"][:, t] = True
-                _, finished_returns, finished_lengths = episodes.update(step)
-                returns += finished_returns.tolist()
-                lengths += finished_lengths.tolist()
-                root_values.append(root_value.mean())
-                entropies.append(-np.sum(policy * np.log(policy + 1e-12), -1).mean())
-                step = envs.step(action)
-            actor_time = time.time() - start
-            t0 = time.time()
-            rollout_queue.put(Rollout({k: v.copy() for k, v in segments.items()}, returns, lengths,
-                                      float(np.mean(root_values)), float(np.mean(entropies)),
-                                      params_wait, put_wait, actor_time))
-            put_wait = time.time() - t0  # reported with the next rollout
+                rollout_queue.put(Rollout({k: v.copy() for k, v in segments.items()}, returns, lengths,
+                                          float(np.mean(root_values)), float(np.mean(entropies)),
+                                          params_wait, put_wait, actor_time))
+                put_wait = time.time() - t0  # reported with the next rollout
     except Exception as e:  # hand the error to the learner instead of leaving it blocked
         rollout_queue.put(e)
         raise
@@ -871,11 +905,14 @@ def main(args: Args):
     net = make_network(args, probe.num_actions)
     params = init_params(net, args, net_key)
     optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
-    state = TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
+    mesh = learner_mesh(args.learner_device_ids)
+    state = jax.device_put(TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32)),
+                           jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()))
+    actor_device = jax.local_devices()[args.actor_device_id]
     train_planner, test_planner = planner_configs(args)
     act_fn = make_act_fn(net, train_planner, args.gamma)
     eval_act_fn = make_act_fn(net, test_planner, args.gamma)
-    update_fn = make_update_fn(net, args, optimizer)
+    update_fn = make_update_fn(net, args, optimizer, mesh)
     priority_fn = make_priority_fn(args)
 
     L, S = args.history_length, args.num_steps
@@ -943,8 +980,9 @@ def main(args: Args):
 
         if global_step >= next_eval or iteration == num_iterations:
             next_eval += args.eval_interval
-            returns, lengths, frames = evaluate_policy(eval_act_fn, state.params, args, args.eval_episodes,
-                                                       args.seed + 10_000 + iteration, record=args.capture_video)
+            returns, lengths, frames = evaluate_policy(
+                eval_act_fn, jax.device_put(state.params, actor_device), args, args.eval_episodes,
+                args.seed + 10_000 + iteration, record=args.capture_video)
             eval_return = float(np.mean(returns))
             writer.add_scalar("charts/eval_episodic_return", eval_return, global_step)
             writer.add_scalar("charts/eval_episodic_length", float(np.mean(lengths)), global_step)

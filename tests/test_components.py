@@ -239,7 +239,7 @@ def test_loss_halves_on_a_fixed_batch():
     params = m.init_params(net, args, jax.random.PRNGKey(0))
     opt = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
     state = m.TrainState(params, params, opt.init(params), jnp.zeros((), jnp.int32))
-    update = m.make_update_fn(net, args, opt)
+    update = m.make_update_fn(net, args, opt, m.learner_mesh((0,)))
     losses = []
     for _ in range(200):
         state, metrics = update(state, batch, weights)
