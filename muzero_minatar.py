@@ -920,6 +920,7 @@ def main(args: Args):
     replay = Replay(args.buffer_size // S, S, L, lookahead, probe.obs_shape, probe.num_actions, args.sampling,
                     args.priority_exponent, args.priority_epsilon, args.seed)
     steps_per_iteration = args.num_envs * S
+    every_position = np.divmod(np.arange(steps_per_iteration), S)  # (segment, position) of each new step
     num_iterations = args.total_timesteps // steps_per_iteration
 
     params_queue, rollout_queue = queue.Queue(maxsize=1), queue.Queue(maxsize=1)
@@ -939,8 +940,7 @@ def main(args: Args):
             raise RuntimeError("the actor thread failed") from rollout
         learn_start = time.time()
         global_step += steps_per_iteration
-        seg, pos = np.divmod(np.arange(args.num_envs * S), S)
-        windows = gather_windows(rollout.segments, seg, pos, replay.window)
+        windows = gather_windows(rollout.segments, *every_position, replay.window)
         priorities = np.asarray(priority_fn(windows)).reshape(args.num_envs, S)
         replay.add(rollout.segments, priorities)
 

@@ -218,11 +218,11 @@ def test_replay_samples_by_priority_and_evicts_oldest():
 
 
 # --- loss and update (4.3.8) ------------------------------------------------------------------------
-def test_loss_halves_on_a_fixed_batch():
-    args = tiny_args(batch_size=32, unroll_steps=3, td_steps=3, learning_rate=3e-3)
-    L, S, look = args.history_length, 8, args.unroll_steps + args.td_steps
+def synthetic_replay(args, S=8, num_segments=8):
+    """Replay filled with random Breakout-shaped steps (about one episode start in 20)."""
+    L, look = args.history_length, args.unroll_steps + args.td_steps
     rng = np.random.default_rng(0)
-    segs = m.empty_segments(8, L + S + look, (10, 10, 4), 4)
+    segs = m.empty_segments(num_segments, L + S + look, (10, 10, 4), 4)
     n = segs["reward"].shape
     segs["obs"] = rng.integers(0, 2, segs["obs"].shape).astype(np.uint8)
     segs["reward"] = rng.integers(0, 3, n).astype(np.float32)
@@ -232,9 +232,14 @@ def test_loss_halves_on_a_fixed_batch():
     segs["value"] = rng.normal(3, 2, n).astype(np.float32)
     segs["policy"] = rng.dirichlet(np.ones(4) * 0.3, n).astype(np.float32)
     segs["valid"][:] = True
-    replay = m.Replay(8, S, L, look, (10, 10, 4), 4, "uniform", 1.0, 0.0, seed=0)
-    replay.add(segs, np.ones((8, S), np.float32))
-    batch, weights = replay.sample(args.batch_size)
+    replay = m.Replay(num_segments, S, L, look, (10, 10, 4), 4, "uniform", 1.0, 0.0, seed=0)
+    replay.add(segs, np.ones((num_segments, S), np.float32))
+    return replay
+
+
+def test_loss_halves_on_a_fixed_batch():
+    args = tiny_args(batch_size=32, unroll_steps=3, td_steps=3, learning_rate=3e-3)
+    batch, weights = synthetic_replay(args).sample(args.batch_size)
     net = m.make_network(args, 4)
     params = m.init_params(net, args, jax.random.PRNGKey(0))
     opt = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))

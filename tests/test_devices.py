@@ -11,22 +11,14 @@ from test_runs import SCRIPT, SMALL_RUN, scalars
 ENV2 = {**os.environ, "WANDB_MODE": "disabled", "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
 
 SAME_UPDATE = """
+import sys
+sys.path[:0] = [".", "tests"]
 import jax, jax.numpy as jnp, numpy as np, optax
 import muzero_minatar as m
 assert len(jax.local_devices()) == 2
-args = m.Args(channels=8, repr_blocks=1, pred_blocks=0, head_hidden=16, support_size=10, batch_size=32)
-L, S, look = args.history_length, 8, args.unroll_steps + args.td_steps
-rng = np.random.default_rng(0)
-segs = m.empty_segments(8, L + S + look, (10, 10, 4), 4)
-segs["obs"] = rng.integers(0, 2, segs["obs"].shape).astype(np.uint8)
-segs["reward"] = rng.integers(0, 3, segs["reward"].shape).astype(np.float32)
-segs["action"] = rng.integers(1, 4, segs["action"].shape).astype(np.int32)
-segs["policy"] = rng.dirichlet(np.ones(4), segs["reward"].shape).astype(np.float32)
-segs["is_first"][:] = False
-segs["is_first"][:, 0] = True
-segs["valid"][:] = True
-replay = m.Replay(8, S, L, look, (10, 10, 4), 4, "uniform", 1.0, 0.0, seed=0)
-replay.add(segs, np.ones((8, S), np.float32))
+from test_components import synthetic_replay, tiny_args
+args = tiny_args(batch_size=32)
+replay = synthetic_replay(args)
 batches = [replay.sample(32) for _ in range(3)]
 net = m.make_network(args, 4)
 params = m.init_params(net, args, jax.random.PRNGKey(0))
