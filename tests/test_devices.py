@@ -17,7 +17,7 @@ import jax, jax.numpy as jnp, numpy as np, optax
 import muzero_minatar as m
 assert len(jax.local_devices()) == 2
 from test_components import synthetic_replay, tiny_args
-args = tiny_args(batch_size=32)
+args = tiny_args(batch_size=32, unroll_steps=2, td_steps=2)  # a short unroll compiles faster
 replay = synthetic_replay(args)
 batches = [replay.sample(32) for _ in range(3)]
 net = m.make_network(args, 4)
