@@ -511,7 +511,6 @@ def initial_actor_state(num_envs: int, history_length: int, obs_shape) -> ActorS
 # the position c = L being trained. Steps of another episode are masked: zero frames and dummy
 # actions before it; dummy actions, zero rewards, zero values and a dummy policy after it (4.3.3).
 # ---------------------------------------------------------------------------------------------
-STEP_FIELDS = ("obs", "reward", "is_first", "is_last", "action", "value", "policy", "valid")
 
 
 class Targets(NamedTuple):
@@ -526,7 +525,7 @@ class Targets(NamedTuple):
 
 
 def compute_targets(window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float) -> Targets:
-    """window: one environment's steps c-L .. c+K+N (fields of STEP_FIELDS, no batch axis)."""
+    """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis)."""
     L, K, N = history_length, unroll_steps, td_steps
     c = L
     num_actions = window["policy"].shape[-1]
@@ -747,7 +746,7 @@ def make_priority_fn(args: Args):
 # Actor thread (Cleanba): acts with parameters exactly one version behind the learner.
 # ---------------------------------------------------------------------------------------------
 class Rollout(NamedTuple):
-    segments: dict  # fields of STEP_FIELDS, (num_envs, L + S + K + N, ...)
+    segments: dict  # the fields of empty_segments, (num_envs, L + S + K + N, ...)
     episode_returns: list
     episode_lengths: list
     root_value: float
@@ -786,10 +785,10 @@ def actor_loop(args: Args, act_fn, params, params_queue: queue.Queue, rollout_qu
                     legal = envs.legal_actions(step.is_last)
                     state, action, root_value, policy = act_fn(params, state, step.obs, step.is_first, legal, sub)
                     action, root_value, policy = np.asarray(action), np.asarray(root_value), np.asarray(policy)
-                    for k, v in zip(("obs", "reward", "is_first", "is_last", "action", "value", "policy"),
-                                    (step.obs, step.reward, step.is_first, step.is_last, action, root_value, policy)):
+                    played = dict(obs=step.obs, reward=step.reward, is_first=step.is_first, is_last=step.is_last,
+                                  action=action, value=root_value, policy=policy, valid=True)
+                    for k, v in played.items():
                         segments[k][:, t] = v
-                    segments["valid"][:, t] = True
                     _, finished_returns, finished_lengths = episodes.update(step)
                     returns += finished_returns.tolist()
                     lengths += finished_lengths.tolist()
