@@ -32,6 +32,7 @@ from tensorboardX import SummaryWriter
 GAMES = Literal["Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"]
 MINATAR_NAMES = {"Asterix": "asterix", "Breakout": "breakout", "Freeway": "freeway", "Seaquest": "seaquest",
                  "SpaceInvaders": "space_invaders"}
+GYMNAX_STEP_LIMITS = {"Freeway": 2500}  # gymnax's max_steps_in_episode: 2500 for Freeway, 1000 for the others
 
 
 @dataclass
@@ -62,8 +63,9 @@ class Args:
     """copies of the environment stepped as one batch (each auto-resets at episode end)"""
     num_steps: int = 32
     """steps per environment per actor iteration; also the length of one replay segment"""
-    max_episode_steps: int = 1000
-    """evaluation episodes are cut after this many steps (a good Breakout agent never loses the ball)"""
+    max_episode_steps: int | None = None
+    """evaluation episodes are cut after this many steps (a good Breakout agent never loses the ball); default:
+    gymnax's limit for the game (Freeway 2500, the others 1000), so returns compare with gymnax's"""
 
     # Inputs and network (4.3.3-4.3.5, 5.1.2)
     history_length: int = 4
@@ -170,7 +172,7 @@ def fail(message: str):
 
 def validate_args(args: Args):
     positive = [
-        "total_timesteps", "num_envs", "num_steps", "max_episode_steps", "history_length", "channels",
+        "total_timesteps", "num_envs", "num_steps", "history_length", "channels",
         "repr_blocks", "head_hidden", "support_size", "num_simulations", "eval_num_simulations",
         "max_num_considered_actions", "unroll_steps", "td_steps", "buffer_size", "batch_size",
         "target_update_interval", "eval_interval",
@@ -178,6 +180,8 @@ def validate_args(args: Args):
     for name in positive:
         if getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive (got {getattr(args, name)})")
+    if args.max_episode_steps is not None and args.max_episode_steps <= 0:
+        fail(f"--max-episode-steps must be positive (got {args.max_episode_steps})")
     for name in ["dyn_blocks", "pred_blocks", "eval_episodes", "learning_starts"]:
         if getattr(args, name) < 0:
             fail(f"--{name.replace('_', '-')} must be non-negative (got {getattr(args, name)})")
@@ -812,7 +816,8 @@ def actor_loop(args: Args, act_fn, params, params_queue: queue.Queue, rollout_qu
 def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed: int, record: bool = False):
     """Plays `num_episodes` episodes as one batch with the evaluation planner, each cut at
     --max-episode-steps. Returns (returns, lengths, frames of episode 0 if `record`)."""
-    envs = MinAtarVecEnv(args.env_id, num_episodes, seed, args.sticky_action_prob, args.max_episode_steps)
+    step_limit = args.max_episode_steps or GYMNAX_STEP_LIMITS.get(args.env_id, 1000)
+    envs = MinAtarVecEnv(args.env_id, num_episodes, seed, args.sticky_action_prob, step_limit)
     state = initial_actor_state(num_episodes, args.history_length, envs.obs_shape)
     step = envs.step(np.zeros(num_episodes, np.int32))
     episodes = EpisodeTracker(num_episodes)

@@ -57,6 +57,7 @@ def test_help_documents_every_flag(tmp_path):
     (["--learning-starts", "1000000000"], "--learning-starts"),
     (["--gamma", "1.5"], "--gamma"),
     (["--total-timesteps", "100"], "--total-timesteps"),
+    (["--max-episode-steps", "0"], "--max-episode-steps"),
 ])
 def test_bad_flags_exit_with_a_message(tmp_path, flags, named):
     out = run(flags, tmp_path, timeout=120)

@@ -1,0 +1,119 @@
+"""Results step of benchmark/muzero_minatar.sh.
+
+    python benchmark/minatar_results.py collect --run-dir runs/Breakout__muzero_minatar__1__... --wall-time 2590
+    python benchmark/minatar_results.py report
+
+`collect` reads one run's TensorBoard events (tensorboard's EventAccumulator) and stores its
+evaluation curve in `{out}/{env_id}.csv` (one row per evaluation; a rerun of the same game and
+seed replaces the old rows) and one summary row in `{out}/runs.csv` (commit, machine, wall time).
+`report` draws `{out}/{env_id}.png` (mean and min-max over seeds against environment frames; MinAtar
+has no frame skip, so frames = environment steps) and writes the table `{out}/results.md`.
+Only the CSVs are needed to redraw, so they are what gets committed, not the event files.
+"""
+import argparse
+import os
+import platform
+import subprocess
+
+import jax
+import matplotlib
+import pandas as pd
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def machine_line() -> str:
+    cpu = platform.processor()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return f"{os.cpu_count()} cores, {cpu}, JAX {jax.__version__}, {jax.default_backend().upper()}"
+
+
+def git_commit() -> str:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True).stdout.strip()
+    return commit + ("+changes" if dirty else "")
+
+
+def replace_rows(path: str, new: pd.DataFrame, env_id: str, seed: int):
+    if os.path.exists(path):
+        old = pd.read_csv(path)
+        old = old[~((old.env_id == env_id) & (old.seed == seed))]
+        new = pd.concat([old, new], ignore_index=True)
+    new.sort_values(["env_id", "seed"] + (["step"] if "step" in new else []), kind="stable").to_csv(path, index=False)
+
+
+def collect(run_dir: str, wall_time: float, out: str):
+    run_name = os.path.basename(os.path.normpath(run_dir))
+    env_id, exp_name, seed, _ = run_name.split("__")
+    seed = int(seed)
+    events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+    events.Reload()
+    returns = events.Scalars("charts/eval_episodic_return")
+    lengths = events.Scalars("charts/eval_episodic_length")
+    curve = pd.DataFrame({
+        "env_id": env_id, "seed": seed, "step": [e.step for e in returns],
+        "eval_return": [e.value for e in returns], "eval_length": [e.value for e in lengths],
+        "minutes": [(e.wall_time - events.FirstEventTimestamp()) / 60 for e in returns],
+    })
+    os.makedirs(out, exist_ok=True)
+    replace_rows(os.path.join(out, f"{env_id}.csv"), curve, env_id, seed)
+    train = events.Scalars("charts/episodic_return")
+    last_train = [e.value for e in train if e.step > returns[-1].step - 50_000]
+    summary = pd.DataFrame([{
+        "env_id": env_id, "seed": seed, "run_name": run_name, "exp_name": exp_name, "frames": returns[-1].step,
+        "final_eval_return": returns[-1].value, "final_train_return_last_50k": sum(last_train) / len(last_train),
+        "wall_time_min": round(wall_time / 60, 1), "SPS": events.Scalars("charts/SPS")[-1].value,
+        "commit": git_commit(), "machine": machine_line(),
+    }])
+    replace_rows(os.path.join(out, "runs.csv"), summary, env_id, seed)
+    print(f"{run_name}: final evaluation return {returns[-1].value:.2f} at {returns[-1].step} frames, "
+          f"{wall_time / 60:.1f} min")
+
+
+def report(out: str):
+    runs = pd.read_csv(os.path.join(out, "runs.csv"))
+    rows = ["| game | seeds | final eval return (mean ± std) | frames | wall time per run (min) |",
+            "|---|---|---|---|---|"]
+    for env_id, group in runs.groupby("env_id"):
+        curve = pd.read_csv(os.path.join(out, f"{env_id}.csv"))
+        stats = curve.groupby("step").eval_return.agg(["mean", "min", "max"])
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        ax.plot(stats.index, stats["mean"], label=f"muzero_minatar ({curve.seed.nunique()} seeds)")
+        ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.25)
+        ax.set(title=f"MinAtar {env_id}", xlabel="environment frames", ylabel="evaluation episodic return")
+        ax.legend(loc="upper left")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, f"{env_id}.png"), dpi=100)
+        plt.close(fig)
+        final = group.final_eval_return
+        std = final.std(ddof=0)
+        rows.append(f"| {env_id} | {', '.join(map(str, group.seed))} | {final.mean():.2f} ± {std:.2f} | "
+                    f"{group.frames.max():,} | {group.wall_time_min.min():.1f} – {group.wall_time_min.max():.1f} |")
+    rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}.",
+             "The final evaluation is the mean return of 8 episodes with the evaluation planner; ± is the "
+             "standard deviation over seeds."]
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("step", choices=["collect", "report"])
+    parser.add_argument("--run-dir", help="collect: the run's directory under runs/")
+    parser.add_argument("--wall-time", type=float, help="collect: the run's wall time in seconds")
+    parser.add_argument("--out", default="benchmark/results/muzero_minatar")
+    a = parser.parse_args()
+    if a.step == "collect":
+        if a.run_dir is None or a.wall_time is None:
+            parser.error("collect needs --run-dir and --wall-time")
+        collect(a.run_dir, a.wall_time, a.out)
+    else:
+        report(a.out)
