@@ -153,7 +153,7 @@ class Args:
     eval_interval: int = 100_000
     """environment steps between evaluations (one more at the end)"""
     eval_episodes: int = 8
-    """episodes per evaluation, run as one batch with the evaluation planner"""
+    """episodes per evaluation, run as one batch with the evaluation planner (0: no evaluation)"""
     log_interval: float = 30.0
     """seconds between progress lines on the console"""
 
@@ -982,7 +982,7 @@ def main(args: Args):
         writer.add_scalar("stats/actor_time", rollout.actor_time, global_step)
         writer.add_scalar("stats/replay_size", replay.num_trainable, global_step)
 
-        if global_step >= next_eval or iteration == num_iterations:
+        if args.eval_episodes and (global_step >= next_eval or iteration == num_iterations):
             next_eval += args.eval_interval
             returns, lengths, frames = evaluate_policy(
                 eval_act_fn, jax.device_put(state.params, actor_device), args, args.eval_episodes,

@@ -35,10 +35,15 @@ def machine_line() -> str:
 
 
 def git_commit() -> str:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                           text=True).stdout.strip()
-    return commit + ("+changes" if dirty else "")
+    """The checked-out commit, marked if tracked files have uncommitted changes."""
+    return subprocess.run(["git", "describe", "--always", "--dirty=+changes"], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def commit_at(unix_time: int) -> str:
+    """The newest commit made before `unix_time` (a run whose start commit was not recorded)."""
+    return subprocess.run(["git", "rev-list", "-1", "--abbrev-commit", f"--before={unix_time}", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
 
 
 def replace_rows(path: str, new: pd.DataFrame, env_id: str, seed: int):
@@ -49,9 +54,9 @@ def replace_rows(path: str, new: pd.DataFrame, env_id: str, seed: int):
     new.sort_values(["env_id", "seed"] + (["step"] if "step" in new else []), kind="stable").to_csv(path, index=False)
 
 
-def collect(run_dir: str, wall_time: float, out: str):
+def collect(run_dir: str, wall_time: float, out: str, commit: str | None):
     run_name = os.path.basename(os.path.normpath(run_dir))
-    env_id, exp_name, seed, _ = run_name.split("__")
+    env_id, exp_name, seed, start = run_name.split("__")
     seed = int(seed)
     events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
     events.Reload()
@@ -70,7 +75,7 @@ def collect(run_dir: str, wall_time: float, out: str):
         "env_id": env_id, "seed": seed, "run_name": run_name, "exp_name": exp_name, "frames": returns[-1].step,
         "final_eval_return": returns[-1].value, "final_train_return_last_50k": sum(last_train) / len(last_train),
         "wall_time_min": round(wall_time / 60, 1), "SPS": events.Scalars("charts/SPS")[-1].value,
-        "commit": git_commit(), "machine": machine_line(),
+        "commit": commit or commit_at(int(start)), "machine": machine_line(),
     }])
     replace_rows(os.path.join(out, "runs.csv"), summary, env_id, seed)
     print(f"{run_name}: final evaluation return {returns[-1].value:.2f} at {returns[-1].step} frames, "
@@ -109,11 +114,13 @@ if __name__ == "__main__":
     parser.add_argument("step", choices=["collect", "report"])
     parser.add_argument("--run-dir", help="collect: the run's directory under runs/")
     parser.add_argument("--wall-time", type=float, help="collect: the run's wall time in seconds")
-    parser.add_argument("--out", default="benchmark/results/muzero_minatar")
+    parser.add_argument("--commit", help="collect: the commit the run ran at (default: the newest one before "
+                        "the run's start time in its name)")
+    parser.add_argument("--out", default="docs/benchmark/muzero_minatar")
     a = parser.parse_args()
     if a.step == "collect":
         if a.run_dir is None or a.wall_time is None:
             parser.error("collect needs --run-dir and --wall-time")
-        collect(a.run_dir, a.wall_time, a.out)
+        collect(a.run_dir, a.wall_time, a.out, a.commit)
     else:
         report(a.out)

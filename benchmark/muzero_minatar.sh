@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Learning benchmark of muzero_minatar.py at its default (docs) configuration.
 # Runs every game x seed one after another (each run uses both cores of a 2-core CPU), then
-# collects each run's evaluation curve into benchmark/results/muzero_minatar/ and redraws the
+# collects each run's evaluation curve into docs/benchmark/muzero_minatar/ and redraws the
 # curves and the table the docs show.
 #
 #   bash benchmark/muzero_minatar.sh                      # all 4 games x seeds 1 2
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GAMES=${GAMES:-"Asterix Breakout Freeway SpaceInvaders"}
 SEEDS=${SEEDS:-"1 2"}
-OUT=${OUT:-benchmark/results/muzero_minatar}
+OUT=${OUT:-docs/benchmark/muzero_minatar}
 budget=()
 if [ -n "${TOTAL_TIMESTEPS:-}" ]; then budget=(--total-timesteps "$TOTAL_TIMESTEPS"); fi
 mkdir -p "$OUT/logs"
@@ -23,10 +23,11 @@ for env_id in $GAMES; do
     log="$OUT/logs/${env_id}__seed${seed}.log"
     echo "== $env_id seed $seed (log: $log)"
     start=$(date +%s)
+    commit=$(git describe --always --dirty=+changes)
     python muzero_minatar.py --env-id "$env_id" --seed "$seed" "${budget[@]}" "$@" 2>&1 | tee "$log"
     wall=$(( $(date +%s) - start ))
     run_dir=$(ls -td runs/"${env_id}__muzero_minatar__${seed}__"* | head -n 1)
-    python benchmark/minatar_results.py collect --run-dir "$run_dir" --wall-time "$wall" --out "$OUT"
+    python benchmark/minatar_results.py collect --run-dir "$run_dir" --wall-time "$wall" --commit "$commit" --out "$OUT"
   done
 done
 python benchmark/minatar_results.py report --out "$OUT"

@@ -3,6 +3,7 @@ import ast
 import dataclasses
 import glob
 import os
+import shutil
 import subprocess
 import sys
 
@@ -125,3 +126,33 @@ def test_same_seed_same_logs(two_runs):
                                                            "charts/eval_episodic_return")) for d in two_runs]
     assert logs[0]["charts/episodic_return"], "no episode finished"
     assert logs[0] == logs[1]
+
+
+def test_benchmark_results_step(two_runs, tmp_path):
+    """benchmark/minatar_results.py: the per-game CSV holds the run's evaluation curve; seeds are
+    aggregated in the table; collecting a game and seed again replaces its rows."""
+    import pandas as pd
+
+    (run_dir,) = glob.glob(str(two_runs[0] / "runs" / "*"))
+    evals = scalars(run_dir, ("charts/eval_episodic_return",))["charts/eval_episodic_return"]
+    other_seed = tmp_path / "Breakout__muzero_minatar__4__1"  # the same events, filed as seed 4
+    shutil.copytree(run_dir, other_seed)
+    results = os.path.join(os.path.dirname(SCRIPT), "benchmark", "minatar_results.py")
+    out = tmp_path / "out"
+    for d, wall in ((run_dir, 60), (other_seed, 90), (other_seed, 120)):
+        done = subprocess.run([sys.executable, results, "collect", "--run-dir", str(d), "--wall-time", str(wall),
+                               "--out", str(out)], capture_output=True, text=True, cwd=os.path.dirname(SCRIPT))
+        assert done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, results, "report", "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+    curve = pd.read_csv(out / "Breakout.csv")
+    assert curve.seed.tolist() == [3, 3, 4, 4]
+    assert list(zip(curve.step, curve.eval_return))[:2] == [(s, pytest.approx(v)) for s, v in evals]
+    runs = pd.read_csv(out / "runs.csv")
+    assert runs.seed.tolist() == [3, 4] and runs.wall_time_min.tolist() == [1.0, 2.0]
+    final = evals[-1][1]
+    table = open(out / "results.md").read()
+    assert f"| Breakout | 3, 4 | {final:.2f} ± 0.00 | 1,536 | 1.0 – 2.0 |" in table
+    with open(out / "Breakout.png", "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,227 @@
+"""Speed profile of muzero_minatar.py: where the time of a run goes, and how close each jitted
+function gets to the machine's float32 matmul peak.
+
+    python benchmark/muzero_minatar_speed.py            # every setting, ~20 min on 2 cores
+    python benchmark/muzero_minatar_speed.py --settings default sebulba
+
+Each setting runs in its own process (forced host devices must be set before jax is imported) and
+measures, at that setting's Args:
+  * matmul peak: best float32 2048x2048 matmul, GFLOP/s, in the same process;
+  * acting: decisions/s of the jitted acting step (history stacking, initial inference, search) at
+    --num-envs, and its network FLOP/s: XLA's cost analysis of one initial inference plus
+    --num-simulations recurrent inferences (the search loop is a while loop, whose cost XLA counts
+    once, so the search's own tree work is not counted as FLOPs: it is time without FLOPs);
+  * learner: samples/s of the jitted update at --batch-size, and its FLOP/s (cost analysis of the
+    whole update: targets, K-step unroll, backward pass, Adam);
+  * end to end: a short run of `main` (--iterations actor iterations after --warmup ones), its
+    environment steps/s, and each thread's queue waits as a share of wall time, read from the
+    run's TensorBoard events (stats/*).
+Writes {out}/speed.json and {out}/speed.md (with the machine line).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+SETTINGS = {  # name: (forced host devices, Args overrides)
+    "default": (1, {}),
+    "num_envs=64": (1, {"num_envs": 64}),
+    "num_simulations=16": (1, {"num_simulations": 16}),
+    "batch_size=512": (1, {"batch_size": 512}),
+    "sebulba": (2, {"actor_device_id": 1, "learner_device_ids": (0,)}),
+    "sebulba, 2 learner devices": (2, {"actor_device_id": 1, "learner_device_ids": (0, 1)}),
+}
+
+
+def best_time(fn, repeats: int) -> float:
+    """Fastest of `repeats` timed calls (after one warm-up call that compiles)."""
+    import jax
+
+    jax.block_until_ready(fn())
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def flops_of(jitted, *example) -> float:
+    return float(jitted.lower(*example).compile().cost_analysis()["flops"])
+
+
+def matmul_peak(n: int = 2048) -> float:
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.random.normal(jax.random.PRNGKey(0), (n, n), jnp.float32)
+    mm = jax.jit(jnp.dot)
+    return 2 * n**3 / best_time(lambda: mm(a, a), 10)
+
+
+def measure(name: str, iterations: int, warmup: int) -> dict:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import muzero_minatar as m
+
+    _, overrides = SETTINGS[name]
+    args = m.Args(**overrides)
+    result = {"setting": name, "overrides": {k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()}}
+    peak = matmul_peak()
+    result["matmul_peak_gflops"] = peak / 1e9
+
+    env = m.MinAtarVecEnv(args.env_id, args.num_envs, args.seed, args.sticky_action_prob)
+    net = m.make_network(args, env.num_actions)
+    params = m.init_params(net, args, jax.random.PRNGKey(0))
+    actor_device = jax.local_devices()[args.actor_device_id]
+
+    # acting, on the actor's device
+    train_planner, _ = m.planner_configs(args)
+    act = m.make_act_fn(net, train_planner, args.gamma)
+    with jax.default_device(actor_device):
+        a_params = jax.device_put(params, actor_device)
+        state = m.initial_actor_state(args.num_envs, args.history_length, env.obs_shape)
+        step = env.step(np.zeros(args.num_envs, np.int32))
+        step = env.step(np.random.default_rng(0).integers(1, env.num_actions, args.num_envs))
+        legal = env.legal_actions(step.is_last)
+        key = jax.random.PRNGKey(1)
+        act_time = best_time(lambda: act(a_params, state, step.obs, step.is_first, legal, key), 20)
+        stacked = m.stack_history(state.frames, state.actions, net.num_actions)
+        initial = jax.jit(lambda p, s: net.apply(p, net.apply(p, s, method=m.MuZeroNet.represent),
+                                                 method=m.MuZeroNet.predict))
+        x = net.apply(a_params, stacked, method=m.MuZeroNet.represent)
+        recurrent = jax.jit(lambda p, x, a: net.apply(p, net.apply(p, x, a, method=m.MuZeroNet.dynamics)[0],
+                                                      method=m.MuZeroNet.predict))
+        act_flops = (flops_of(initial, a_params, stacked)
+                     + args.num_simulations * flops_of(recurrent, a_params, x, jnp.zeros(args.num_envs, jnp.int32)))
+    result["acting"] = {"decisions_per_s": args.num_envs / act_time, "ms_per_step": 1e3 * act_time,
+                        "network_gflop_per_step": act_flops / 1e9, "gflops": act_flops / act_time / 1e9,
+                        "share_of_peak": act_flops / act_time / peak}
+
+    # learning, on the learner's devices, from a replay filled with played steps
+    optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
+    mesh = m.learner_mesh(args.learner_device_ids)
+    train_state = jax.device_put(m.TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32)),
+                                 jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()))
+    update = m.make_update_fn(net, args, optimizer, mesh)
+    L, S = args.history_length, args.num_steps
+    replay = m.Replay(args.buffer_size // S, S, L, args.unroll_steps + args.td_steps, env.obs_shape,
+                      env.num_actions, "uniform", 1.0, 1e-3, 0)
+    span = L + S + args.unroll_steps + args.td_steps
+    segments = m.empty_segments(args.num_envs, span, env.obs_shape, env.num_actions)
+    rng = np.random.default_rng(0)
+    for _ in range(max(1, args.batch_size // (args.num_envs * S)) + 1):
+        for t in range(span):
+            step = env.step(rng.integers(1, env.num_actions, args.num_envs))
+            played = dict(obs=step.obs, reward=step.reward, is_first=step.is_first, is_last=step.is_last,
+                          action=rng.integers(1, env.num_actions, args.num_envs), value=rng.normal(size=args.num_envs),
+                          policy=np.full((args.num_envs, env.num_actions), 1 / env.num_actions), valid=True)
+            for k, v in played.items():
+                segments[k][:, t] = v
+        replay.add(segments, np.ones((args.num_envs, S)))
+    batch, weights = replay.sample(args.batch_size)
+    holder = {"state": train_state}
+
+    def one_update():
+        holder["state"], metrics = update(holder["state"], batch, weights)
+        return holder["state"]
+
+    update_time = best_time(one_update, 10)
+    # FLOPs of the same update on one device (splitting the batch adds only the gradient all-reduce)
+    one_device = m.learner_mesh(args.learner_device_ids[:1])
+    update_flops = flops_of(jax.jit(m.make_update_fn(net, args, optimizer, one_device)),
+                            jax.device_put(train_state, jax.local_devices()[args.learner_device_ids[0]]), batch, weights)
+    result["learner"] = {"samples_per_s": args.batch_size / update_time, "ms_per_update": 1e3 * update_time,
+                         "gflop_per_update": update_flops / 1e9, "gflops": update_flops / update_time / 1e9,
+                         "share_of_peak": update_flops / update_time / peak}
+
+    # end to end: a short run of main, timed from its events after the warm-up iterations
+    steps_per_iteration = args.num_envs * S
+    run_args = m.Args(**{**overrides, "total_timesteps": (warmup + iterations) * steps_per_iteration,
+                         "eval_interval": 10**9, "eval_episodes": 0, "log_interval": 1e9})
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        try:
+            m.main(run_args)
+        finally:
+            os.chdir(cwd)
+        (run_dir,) = [os.path.join(tmp, "runs", d) for d in os.listdir(os.path.join(tmp, "runs"))]
+        events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+        events.Reload()
+        series = {tag: [e for e in events.Scalars(tag) if e.step > warmup * steps_per_iteration]
+                  for tag in events.Tags()["scalars"] if tag.startswith(("stats/", "charts/SPS"))}
+    first = [e for e in events.Scalars("charts/SPS") if e.step == warmup * steps_per_iteration][0]
+    last = series["charts/SPS"][-1]
+    wall = last.wall_time - first.wall_time
+    total = {tag: sum(e.value for e in es) for tag, es in series.items()}
+    result["end_to_end"] = {
+        "env_steps_per_s": (last.step - first.step) / wall, "wall_s": wall, "iterations": iterations,
+        "learner_queue_wait_share": (total["stats/learner_rollout_queue_wait"]
+                                     + total["stats/learner_params_queue_put_wait"]) / wall,
+        "actor_queue_wait_share": (total["stats/actor_params_queue_wait"]
+                                   + total["stats/actor_rollout_queue_put_wait"]) / wall,
+        "learner_samples_per_s": args.replay_ratio * (last.step - first.step) / wall,
+    }
+    return result
+
+
+def write_report(results: list, out: str):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from minatar_results import git_commit, machine_line
+
+    os.makedirs(out, exist_ok=True)
+    meta = {"machine": machine_line(), "commit": git_commit(), "command": "python benchmark/muzero_minatar_speed.py"}
+    with open(os.path.join(out, "speed.json"), "w") as f:
+        json.dump({**meta, "results": results}, f, indent=1)
+    rows = ["| setting | acting decisions/s | acting % of peak | learner samples/s | learner % of peak | "
+            "env steps/s (end to end) | actor queue wait | learner queue wait |", "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        a, l, e = r["acting"], r["learner"], r["end_to_end"]
+        rows.append(f"| {r['setting']} | {a['decisions_per_s']:.0f} | {100 * a['share_of_peak']:.1f}% | "
+                    f"{l['samples_per_s']:.0f} | {100 * l['share_of_peak']:.1f}% | {e['env_steps_per_s']:.0f} | "
+                    f"{100 * e['actor_queue_wait_share']:.0f}% | {100 * e['learner_queue_wait_share']:.0f}% |")
+    peaks = ", ".join(f"{r['matmul_peak_gflops']:.0f}" for r in results)
+    rows += ["", f"Matmul peak (float32, 2048x2048, GFLOP/s, measured in each setting's process): {peaks}. "
+             f"Machine: {meta['machine']}. Commit: {meta['commit']}. Command: `{meta['command']}`."]
+    with open(os.path.join(out, "speed.md"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    print("\n".join(rows))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--iterations", type=int, default=16, help="timed actor iterations per end-to-end run")
+    parser.add_argument("--warmup", type=int, default=4, help="actor iterations before timing starts")
+    parser.add_argument("--out", default="docs/benchmark/muzero_minatar")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one setting, print JSON
+    a = parser.parse_args()
+    if a.one:
+        print("RESULT " + json.dumps(measure(a.one, a.iterations, a.warmup)), flush=True)
+        return
+    results = []
+    for name in a.settings:
+        devices, _ = SETTINGS[name]
+        env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+        print(f"== {name}", flush=True)
+        out = subprocess.run([sys.executable, __file__, "--one", name, "--iterations", str(a.iterations),
+                              "--warmup", str(a.warmup)], env=env, capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"setting {name} failed:\n{out.stderr[-3000:]}")
+        (line,) = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
+        results.append(json.loads(line[len("RESULT "):]))
+        print(json.dumps(results[-1], indent=1), flush=True)
+    write_report(results, a.out)
+
+
+if __name__ == "__main__":
+    main()
