@@ -55,7 +55,7 @@ class Args:
     # Environment (4.3.1-4.3.2)
     env_id: GAMES = "Breakout"
     """the MinAtar game"""
-    total_timesteps: int = 400_000
+    total_timesteps: int = 300_000
     """total environment steps taken by the actor (summed over all copies of the environment)"""
     sticky_action_prob: float = 0.0
     """probability that MinAtar repeats the previous action (thesis main results: 0.0; MinAtar's own default: 0.1)"""

@@ -6,8 +6,10 @@
 `collect` reads one run's TensorBoard events (tensorboard's EventAccumulator) and stores its
 evaluation curve in `{out}/{env_id}.csv` (one row per evaluation; a rerun of the same game and
 seed replaces the old rows) and one summary row in `{out}/runs.csv` (commit, machine, wall time).
-`report` draws `{out}/{env_id}.png` (mean and min-max over seeds against environment frames; MinAtar
-has no frame skip, so frames = environment steps) and writes the table `{out}/results.md`.
+It also stores the returns of training episodes, averaged over bins of 20k frames, in
+`{out}/{env_id}_train.csv`. `report` draws `{out}/{env_id}.png` (both curves: mean and min-max over
+seeds against environment frames; MinAtar has no frame skip, so frames = environment steps) and
+writes the table `{out}/results.md`.
 Only the CSVs are needed to redraw, so they are what gets committed, not the event files.
 """
 import argparse
@@ -34,16 +36,22 @@ def machine_line() -> str:
     return f"{os.cpu_count()} cores, {cpu}, JAX {jax.__version__}, {jax.default_backend().upper()}"
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def git_commit() -> str:
     """The checked-out commit, marked if tracked files have uncommitted changes."""
     return subprocess.run(["git", "describe", "--always", "--dirty=+changes"], capture_output=True,
-                          text=True).stdout.strip()
+                          text=True, cwd=REPO).stdout.strip()
 
 
 def commit_at(unix_time: int) -> str:
     """The newest commit made before `unix_time` (a run whose start commit was not recorded)."""
     return subprocess.run(["git", "rev-list", "-1", "--abbrev-commit", f"--before={unix_time}", "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
+                          capture_output=True, text=True, cwd=REPO).stdout.strip() or "unknown"
+
+
+TRAIN_BIN = 20_000  # frames per point of the training-return curve
 
 
 def replace_rows(path: str, new: pd.DataFrame, env_id: str, seed: int):
@@ -54,7 +62,7 @@ def replace_rows(path: str, new: pd.DataFrame, env_id: str, seed: int):
     new.sort_values(["env_id", "seed"] + (["step"] if "step" in new else []), kind="stable").to_csv(path, index=False)
 
 
-def collect(run_dir: str, wall_time: float, out: str, commit: str | None):
+def collect(run_dir: str, wall_time: float, out: str, commit: str | None, cpu_steal: float | None):
     run_name = os.path.basename(os.path.normpath(run_dir))
     env_id, exp_name, seed, start = run_name.split("__")
     seed = int(seed)
@@ -69,12 +77,18 @@ def collect(run_dir: str, wall_time: float, out: str, commit: str | None):
     })
     os.makedirs(out, exist_ok=True)
     replace_rows(os.path.join(out, f"{env_id}.csv"), curve, env_id, seed)
-    train = events.Scalars("charts/episodic_return")
-    last_train = [e.value for e in train if e.step > returns[-1].step - 50_000]
+    train = pd.DataFrame([(e.step, e.value) for e in events.Scalars("charts/episodic_return")],
+                         columns=["step", "train_return"])
+    binned = train.groupby((train.step - 1) // TRAIN_BIN).mean().reset_index(drop=True)  # x: mean frame of the bin
+    binned["step"] = binned.step.round().astype(int)
+    binned.insert(0, "seed", seed)
+    binned.insert(0, "env_id", env_id)
+    replace_rows(os.path.join(out, f"{env_id}_train.csv"), binned, env_id, seed)
+    last_train = train.train_return[train.step > returns[-1].step - 50_000]
     summary = pd.DataFrame([{
         "env_id": env_id, "seed": seed, "run_name": run_name, "exp_name": exp_name, "frames": returns[-1].step,
-        "final_eval_return": returns[-1].value, "final_train_return_last_50k": sum(last_train) / len(last_train),
-        "wall_time_min": round(wall_time / 60, 1), "SPS": events.Scalars("charts/SPS")[-1].value,
+        "final_eval_return": returns[-1].value, "final_train_return_last_50k": last_train.mean(),
+        "wall_time_min": round(wall_time / 60, 1), "cpu_steal": cpu_steal, "SPS": events.Scalars("charts/SPS")[-1].value,
         "commit": commit or commit_at(int(start)), "machine": machine_line(),
     }])
     replace_rows(os.path.join(out, "runs.csv"), summary, env_id, seed)
@@ -84,26 +98,30 @@ def collect(run_dir: str, wall_time: float, out: str, commit: str | None):
 
 def report(out: str):
     runs = pd.read_csv(os.path.join(out, "runs.csv"))
-    rows = ["| game | seeds | final eval return (mean ± std) | frames | wall time per run (min) |",
-            "|---|---|---|---|---|"]
+    rows = ["| game | seeds | final eval return (mean ± std) | frames | wall time per run (min) | CPU steal |",
+            "|---|---|---|---|---|---|"]
     for env_id, group in runs.groupby("env_id"):
-        curve = pd.read_csv(os.path.join(out, f"{env_id}.csv"))
-        stats = curve.groupby("step").eval_return.agg(["mean", "min", "max"])
         fig, ax = plt.subplots(figsize=(5, 3.5))
-        ax.plot(stats.index, stats["mean"], label=f"muzero_minatar ({curve.seed.nunique()} seeds)")
-        ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.25)
-        ax.set(title=f"MinAtar {env_id}", xlabel="environment frames", ylabel="evaluation episodic return")
-        ax.legend(loc="upper left")
+        for name, column, style in ((f"{env_id}.csv", "eval_return", "o-"), (f"{env_id}_train.csv", "train_return", "--")):
+            curve = pd.read_csv(os.path.join(out, name))
+            stats = curve.groupby("step")[column].agg(["mean", "min", "max"])
+            label = "evaluation (test planner)" if column == "eval_return" else "training episodes"
+            line, = ax.plot(stats.index, stats["mean"], style, label=f"{label}, {curve.seed.nunique()} seeds")
+            ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2, color=line.get_color())
+        ax.set(title=f"MinAtar {env_id}: muzero_minatar.py", xlabel="environment frames", ylabel="episodic return")
+        ax.legend(loc="upper left", fontsize="small")
         fig.tight_layout()
         fig.savefig(os.path.join(out, f"{env_id}.png"), dpi=100)
         plt.close(fig)
         final = group.final_eval_return
         std = final.std(ddof=0)
         rows.append(f"| {env_id} | {', '.join(map(str, group.seed))} | {final.mean():.2f} ± {std:.2f} | "
-                    f"{group.frames.max():,} | {group.wall_time_min.min():.1f} – {group.wall_time_min.max():.1f} |")
+                    f"{group.frames.max():,} | {group.wall_time_min.min():.1f} – {group.wall_time_min.max():.1f} | "
+                    f"{100 * group.cpu_steal.min():.0f} – {100 * group.cpu_steal.max():.0f}% |")
     rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}.",
              "The final evaluation is the mean return of 8 episodes with the evaluation planner; ± is the "
-             "standard deviation over seeds."]
+             "standard deviation over seeds. CPU steal: share of the machine's CPU time that the virtual "
+             "machine's host gave to others during the run (from /proc/stat), the reason wall times vary."]
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(rows) + "\n")
     print("\n".join(rows))
@@ -116,11 +134,13 @@ if __name__ == "__main__":
     parser.add_argument("--wall-time", type=float, help="collect: the run's wall time in seconds")
     parser.add_argument("--commit", help="collect: the commit the run ran at (default: the newest one before "
                         "the run's start time in its name)")
+    parser.add_argument("--cpu-steal", type=float, help="collect: share of the machine's CPU time the host "
+                        "gave to other virtual machines during the run (/proc/stat)")
     parser.add_argument("--out", default="docs/benchmark/muzero_minatar")
     a = parser.parse_args()
     if a.step == "collect":
         if a.run_dir is None or a.wall_time is None:
             parser.error("collect needs --run-dir and --wall-time")
-        collect(a.run_dir, a.wall_time, a.out, a.commit)
+        collect(a.run_dir, a.wall_time, a.out, a.commit, a.cpu_steal)
     else:
         report(a.out)

@@ -8,7 +8,7 @@
 #   GAMES="Freeway" SEEDS="3" bash benchmark/muzero_minatar.sh --track
 #
 # Extra arguments are passed to every run (e.g. --track --wandb-entity me). The frame budget per
-# run is the script's default --total-timesteps (400k environment steps, 30-40 min on 2 cores);
+# run is the script's default --total-timesteps (300k environment steps, 25-40 min on 2 cores);
 # TOTAL_TIMESTEPS overrides it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,16 +18,23 @@ OUT=${OUT:-docs/benchmark/muzero_minatar}
 budget=()
 if [ -n "${TOTAL_TIMESTEPS:-}" ]; then budget=(--total-timesteps "$TOTAL_TIMESTEPS"); fi
 mkdir -p "$OUT/logs"
+# steal and total CPU ticks of the machine (/proc/stat): time the host gave to other VMs is reported
+# beside each run's wall time
+cpu_ticks() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 for env_id in $GAMES; do
   for seed in $SEEDS; do
     log="$OUT/logs/${env_id}__seed${seed}.log"
     echo "== $env_id seed $seed (log: $log)"
     start=$(date +%s)
     commit=$(git describe --always --dirty=+changes)
+    read -r steal0 total0 < <(cpu_ticks)
     python muzero_minatar.py --env-id "$env_id" --seed "$seed" "${budget[@]}" "$@" 2>&1 | tee "$log"
     wall=$(( $(date +%s) - start ))
+    read -r steal1 total1 < <(cpu_ticks)
+    steal=$(awk -v s=$((steal1 - steal0)) -v t=$((total1 - total0)) 'BEGIN {printf "%.3f", s / t}')
     run_dir=$(ls -td runs/"${env_id}__muzero_minatar__${seed}__"* | head -n 1)
-    python benchmark/minatar_results.py collect --run-dir "$run_dir" --wall-time "$wall" --commit "$commit" --out "$OUT"
+    python benchmark/minatar_results.py collect --run-dir "$run_dir" --wall-time "$wall" --commit "$commit" \
+      --cpu-steal "$steal" --out "$OUT"
   done
 done
 python benchmark/minatar_results.py report --out "$OUT"

@@ -139,9 +139,10 @@ def test_benchmark_results_step(two_runs, tmp_path):
     shutil.copytree(run_dir, other_seed)
     results = os.path.join(os.path.dirname(SCRIPT), "benchmark", "minatar_results.py")
     out = tmp_path / "out"
-    for d, wall in ((run_dir, 60), (other_seed, 90), (other_seed, 120)):
+    for d, wall, steal in ((run_dir, 60, 0.1), (other_seed, 90, 0.2), (other_seed, 120, 0.3)):
         done = subprocess.run([sys.executable, results, "collect", "--run-dir", str(d), "--wall-time", str(wall),
-                               "--out", str(out)], capture_output=True, text=True, cwd=os.path.dirname(SCRIPT))
+                               "--cpu-steal", str(steal), "--out", str(out)], capture_output=True, text=True,
+                              cwd=os.path.dirname(SCRIPT))
         assert done.returncode == 0, done.stderr
     done = subprocess.run([sys.executable, results, "report", "--out", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -153,6 +154,6 @@ def test_benchmark_results_step(two_runs, tmp_path):
     assert runs.seed.tolist() == [3, 4] and runs.wall_time_min.tolist() == [1.0, 2.0]
     final = evals[-1][1]
     table = open(out / "results.md").read()
-    assert f"| Breakout | 3, 4 | {final:.2f} ± 0.00 | 1,536 | 1.0 – 2.0 |" in table
+    assert f"| Breakout | 3, 4 | {final:.2f} ± 0.00 | 1,536 | 1.0 – 2.0 | 10 – 30% |" in table
     with open(out / "Breakout.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
