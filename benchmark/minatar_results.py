@@ -9,7 +9,7 @@ seed replaces the old rows) and one summary row in `{out}/runs.csv` (commit, mac
 It also stores the returns of training episodes, averaged over bins of 20k frames, in
 `{out}/{env_id}_train.csv`. `report` draws `{out}/{env_id}.png` (both curves: mean and min-max over
 seeds against environment frames; MinAtar has no frame skip, so frames = environment steps) and
-writes the table `{out}/results.md`.
+writes the table `{out}/results.md` and the figures' table `{out}/figures.md` that the docs include.
 Only the CSVs are needed to redraw, so they are what gets committed, not the event files.
 """
 import argparse
@@ -106,9 +106,12 @@ def report(out: str):
             curve = pd.read_csv(os.path.join(out, name))
             stats = curve.groupby("step")[column].agg(["mean", "min", "max"])
             label = "evaluation (test planner)" if column == "eval_return" else "training episodes"
-            line, = ax.plot(stats.index, stats["mean"], style, label=f"{label}, {curve.seed.nunique()} seeds")
+            n = curve.seed.nunique()
+            line, = ax.plot(stats.index, stats["mean"], style, label=f"{label}, {n} seed{'s' * (n > 1)}")
             ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2, color=line.get_color())
         ax.set(title=f"MinAtar {env_id}: muzero_minatar.py", xlabel="environment frames", ylabel="episodic return")
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)  # MinAtar rewards are never negative
         ax.legend(loc="upper left", fontsize="small")
         fig.tight_layout()
         fig.savefig(os.path.join(out, f"{env_id}.png"), dpi=100)
@@ -125,6 +128,13 @@ def report(out: str):
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(rows) + "\n")
     print("\n".join(rows))
+    # the curves as a markdown table of images, for the docs page (paths relative to docs/)
+    games = sorted(runs.env_id.unique())
+    where = os.path.relpath(out, "docs")
+    cells = [f"![{g}]({where}/{g}.png)" for g in games] + [""] * (len(games) % 2)
+    figures = ["| | |", "|---|---|"] + [f"| {a} | {b} |" for a, b in zip(cells[::2], cells[1::2])]
+    with open(os.path.join(out, "figures.md"), "w") as f:
+        f.write("\n".join(figures) + "\n")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ function gets to the machine's float32 matmul peak.
 
 Each setting runs in its own process (forced host devices must be set before jax is imported) and
 measures, at that setting's Args:
-  * matmul peak: best float32 2048x2048 matmul, GFLOP/s, in the same process;
+  * matmul peak: best float32 2048x2048 matmul, GFLOP/s, in the same process; and the speed of one
+    3x3 convolution at the network's width and the learner's batch, alone (what the layer most FLOPs
+    go through can reach at all);
   * acting: decisions/s of the jitted acting step (history stacking, initial inference, search) at
     --num-envs, and its network FLOP/s: XLA's cost analysis of one initial inference plus
     --num-simulations recurrent inferences (the search loop is a while loop, whose cost XLA counts
@@ -15,7 +17,9 @@ measures, at that setting's Args:
     whole update: targets, K-step unroll, backward pass, Adam);
   * end to end: a short run of `main` (--iterations actor iterations after --warmup ones), its
     environment steps/s, and each thread's queue waits as a share of wall time, read from the
-    run's TensorBoard events (stats/*).
+    run's TensorBoard events (stats/*);
+  * CPU steal: the share of the machine's CPU time the host gave to other virtual machines while the
+    setting ran (/proc/stat); on a shared host it explains most of the run-to-run spread.
 Writes {out}/speed.json and {out}/speed.md (with the machine line).
 """
 import argparse
@@ -62,6 +66,26 @@ def matmul_peak(n: int = 2048) -> float:
     return 2 * n**3 / best_time(lambda: mm(a, a), 10)
 
 
+def conv_speed(batch: int, channels: int) -> float:
+    """FLOP/s of one 3x3, channels -> channels convolution on a batch of 10x10 boards: the layer that
+    most of the network's FLOPs go through, alone (an upper bound for the whole network)."""
+    import jax
+    import jax.numpy as jnp
+
+    x = jax.random.normal(jax.random.PRNGKey(0), (batch, 10, 10, channels), jnp.float32)
+    w = jax.random.normal(jax.random.PRNGKey(1), (3, 3, channels, channels), jnp.float32)
+    conv = jax.jit(lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                             dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    return 2 * batch * 100 * 9 * channels * channels / best_time(lambda: conv(x, w), 20)
+
+
+def cpu_ticks() -> tuple[int, int]:
+    """(steal, total) CPU ticks of the machine since boot, from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:9]]  # user nice system idle iowait irq softirq steal
+    return fields[7], sum(fields)
+
+
 def measure(name: str, iterations: int, warmup: int) -> dict:
     import jax
     import jax.numpy as jnp
@@ -77,6 +101,7 @@ def measure(name: str, iterations: int, warmup: int) -> dict:
     result = {"setting": name, "overrides": {k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()}}
     peak = matmul_peak()
     result["matmul_peak_gflops"] = peak / 1e9
+    result["conv3x3_gflops"] = conv_speed(args.batch_size, args.channels) / 1e9
 
     env = m.MinAtarVecEnv(args.env_id, args.num_envs, args.seed, args.sticky_action_prob)
     net = m.make_network(args, env.num_actions)
@@ -170,6 +195,9 @@ def measure(name: str, iterations: int, warmup: int) -> dict:
         "actor_queue_wait_share": (total["stats/actor_params_queue_wait"]
                                    + total["stats/actor_rollout_queue_put_wait"]) / wall,
         "learner_samples_per_s": args.replay_ratio * (last.step - first.step) / wall,
+        # the actor's speed while it is not waiting (history, search, environment steps, copies)
+        "actor_active_decisions_per_s": (last.step - first.step) / (
+            total["stats/actor_time"] - total["stats/actor_params_queue_wait"]),
     }
     return result
 
@@ -183,15 +211,18 @@ def write_report(results: list, out: str):
     with open(os.path.join(out, "speed.json"), "w") as f:
         json.dump({**meta, "results": results}, f, indent=1)
     rows = ["| setting | acting decisions/s | acting % of peak | learner samples/s | learner % of peak | "
-            "env steps/s (end to end) | actor queue wait | learner queue wait |", "|---|---|---|---|---|---|---|---|"]
+            "3x3 conv alone, % of peak | env steps/s (end to end) | actor queue wait | learner queue wait | "
+            "matmul peak GFLOP/s | CPU steal |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        a, l, e = r["acting"], r["learner"], r["end_to_end"]
+        a, l, e, peak = r["acting"], r["learner"], r["end_to_end"], r["matmul_peak_gflops"]
         rows.append(f"| {r['setting']} | {a['decisions_per_s']:.0f} | {100 * a['share_of_peak']:.1f}% | "
-                    f"{l['samples_per_s']:.0f} | {100 * l['share_of_peak']:.1f}% | {e['env_steps_per_s']:.0f} | "
-                    f"{100 * e['actor_queue_wait_share']:.0f}% | {100 * e['learner_queue_wait_share']:.0f}% |")
-    peaks = ", ".join(f"{r['matmul_peak_gflops']:.0f}" for r in results)
-    rows += ["", f"Matmul peak (float32, 2048x2048, GFLOP/s, measured in each setting's process): {peaks}. "
-             f"Machine: {meta['machine']}. Commit: {meta['commit']}. Command: `{meta['command']}`."]
+                    f"{l['samples_per_s']:.0f} | {100 * l['share_of_peak']:.1f}% | "
+                    f"{100 * r['conv3x3_gflops'] / peak:.0f}% | {e['env_steps_per_s']:.0f} | "
+                    f"{100 * e['actor_queue_wait_share']:.0f}% | {100 * e['learner_queue_wait_share']:.0f}% | "
+                    f"{peak:.0f} | {100 * r['cpu_steal']:.0f}% |")
+    rows += ["", "Acting and learner columns time each jitted function alone; the end-to-end columns come from "
+             f"a short run of the script (both threads sharing the CPU). Machine: {meta['machine']}. "
+             f"Commit: {meta['commit']}. Command: `{meta['command']}`."]
     with open(os.path.join(out, "speed.md"), "w") as f:
         f.write("\n".join(rows) + "\n")
     print("\n".join(rows))
@@ -213,12 +244,14 @@ def main():
         devices, _ = SETTINGS[name]
         env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
         print(f"== {name}", flush=True)
+        steal0, total0 = cpu_ticks()
         out = subprocess.run([sys.executable, __file__, "--one", name, "--iterations", str(a.iterations),
                               "--warmup", str(a.warmup)], env=env, capture_output=True, text=True)
+        steal1, total1 = cpu_ticks()
         if out.returncode != 0:
             sys.exit(f"setting {name} failed:\n{out.stderr[-3000:]}")
         (line,) = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
-        results.append(json.loads(line[len("RESULT "):]))
+        results.append({**json.loads(line[len("RESULT "):]), "cpu_steal": (steal1 - steal0) / (total1 - total0)})
         print(json.dumps(results[-1], indent=1), flush=True)
     write_report(results, a.out)
 

@@ -155,5 +155,6 @@ def test_benchmark_results_step(two_runs, tmp_path):
     final = evals[-1][1]
     table = open(out / "results.md").read()
     assert f"| Breakout | 3, 4 | {final:.2f} ± 0.00 | 1,536 | 1.0 – 2.0 | 10 – 30% |" in table
+    assert "/Breakout.png)" in open(out / "figures.md").read()
     with open(out / "Breakout.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
