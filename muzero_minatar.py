@@ -355,14 +355,18 @@ class ResidualBlock(nn.Module):
 
 
 class Head(nn.Module):
-    """Dense -> LayerNorm -> ReLU -> Dense on the flattened board."""
+    """Dense -> LayerNorm -> ReLU -> Dense on the flattened board. The last layer starts at zero, so
+    an untrained network predicts a uniform prior, value 0 and reward 0. With random weights it
+    predicts values of a few units of either sign, which the N-step targets would bootstrap from for
+    as long as those searches stay in replay (without reanalyze, until they are evicted)."""
     hidden: int
     out: int
 
     @nn.compact
     def __call__(self, x):
         x = x.reshape(x.shape[0], -1)
-        return nn.Dense(self.out)(nn.relu(nn.LayerNorm()(nn.Dense(self.hidden)(x))))
+        x = nn.relu(nn.LayerNorm()(nn.Dense(self.hidden)(x)))
+        return nn.Dense(self.out, kernel_init=nn.initializers.zeros)(x)
 
 
 def scale_hidden(x):

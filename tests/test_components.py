@@ -180,6 +180,22 @@ def test_planner_chooses_the_rewarding_action(planner):
     np.testing.assert_array_equal(out.action_weights[:, 2], 0.0)
 
 
+def test_untrained_network_predicts_zero_value_and_reward_and_a_uniform_prior():
+    args = tiny_args()
+    net = m.make_network(args, num_actions=4)
+    params = m.init_params(net, args, jax.random.PRNGKey(0))
+    planes = args.history_length * (4 + 4)  # Breakout: 4 channels, 3 actions + dummy
+    stacked = jax.random.uniform(jax.random.PRNGKey(1), (5, 10, 10, planes))
+    x = net.apply(params, stacked, method=m.MuZeroNet.represent)
+    policy_logits, value_logits = net.apply(params, x, method=m.MuZeroNet.predict)
+    _, reward_logits = net.apply(params, x, jnp.arange(5) % 4, method=m.MuZeroNet.dynamics)
+    np.testing.assert_allclose(jax.nn.softmax(policy_logits), 0.25)
+    for logits in (value_logits, reward_logits):
+        np.testing.assert_allclose(m.categorical_to_scalar(jax.nn.softmax(logits), args.support_size), 0.0,
+                                   atol=1e-5)
+    assert float(jnp.std(x)) > 0.1  # the hidden state itself is not constant
+
+
 # --- replay (4.3.14) ------------------------------------------------------------------------------
 def test_sampling_probabilities_and_importance_weights():
     pr = np.array([0.5, 2.0, 0.0, 1.0, 3.0])
