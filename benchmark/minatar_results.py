@@ -2,6 +2,7 @@
 
     python benchmark/minatar_results.py collect --run-dir runs/Breakout__muzero_minatar__1__... --wall-time 2590
     python benchmark/minatar_results.py report
+    python benchmark/minatar_results.py random     # once: the random policy's returns, for the table
 
 `collect` reads one run's TensorBoard events (tensorboard's EventAccumulator) and stores its
 evaluation curve in `{out}/{env_id}.csv` (one row per evaluation; a rerun of the same game and
@@ -16,9 +17,12 @@ import argparse
 import os
 import platform
 import subprocess
+import sys
 
 import jax
+import jax.numpy as jnp
 import matplotlib
+import numpy as np
 import pandas as pd
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -96,10 +100,31 @@ def collect(run_dir: str, wall_time: float, out: str, commit: str | None, cpu_st
           f"{wall_time / 60:.1f} min")
 
 
+def random_returns(out: str, episodes: int = 200, seed: int = 0):
+    """Mean return of a uniformly random policy over each game's minimal action set, with the
+    evaluation's step limits and sticky actions off: the floor a learning curve starts from."""
+    sys.path.insert(0, REPO)
+    import muzero_minatar as m
+
+    def act(params, state, obs, is_first, legal, key):  # uniform over the legal actions
+        return state, jax.random.categorical(key, jnp.where(jnp.asarray(legal), 0.0, -jnp.inf)), None, None
+
+    rows = []
+    for env_id in ["Asterix", "Breakout", "Freeway", "SpaceInvaders"]:
+        returns, _, _ = m.evaluate_policy(act, None, m.Args(env_id=env_id), episodes, seed)
+        rows.append({"env_id": env_id, "episodes": episodes, "random_return": float(returns.mean()),
+                     "standard_error": float(returns.std() / np.sqrt(episodes))})
+        print(rows[-1])
+    os.makedirs(out, exist_ok=True)
+    pd.DataFrame(rows).to_csv(os.path.join(out, "random.csv"), index=False)
+
+
 def report(out: str):
     runs = pd.read_csv(os.path.join(out, "runs.csv"))
-    rows = ["| game | seeds | final eval return (mean ± std) | frames | wall time per run (min) | CPU steal |",
-            "|---|---|---|---|---|---|"]
+    random_path = os.path.join(out, "random.csv")
+    floor = pd.read_csv(random_path).set_index("env_id").random_return if os.path.exists(random_path) else {}
+    rows = ["| game | seeds | final eval return (mean ± std) | random policy | frames | wall time per run (min) "
+            "| CPU steal |", "|---|---|---|---|---|---|---|"]
     for env_id, group in runs.groupby("env_id"):
         fig, ax = plt.subplots(figsize=(5, 3.5))
         for name, column, style in ((f"{env_id}.csv", "eval_return", "o-"), (f"{env_id}_train.csv", "train_return", "--")):
@@ -110,6 +135,8 @@ def report(out: str):
             line, = ax.plot(stats.index, stats["mean"], style, label=f"{label}, {n} seed{'s' * (n > 1)}")
             ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2, color=line.get_color())
         ax.set(title=f"MinAtar {env_id}: muzero_minatar.py", xlabel="environment frames", ylabel="episodic return")
+        if env_id in floor:
+            ax.axhline(floor[env_id], color="grey", linestyle=":", label="random policy")
         ax.set_xlim(left=0)
         ax.set_ylim(bottom=0)  # MinAtar rewards are never negative
         ax.legend(loc="upper left", fontsize="small")
@@ -119,7 +146,7 @@ def report(out: str):
         final = group.final_eval_return
         std = final.std(ddof=0)
         rows.append(f"| {env_id} | {', '.join(map(str, group.seed))} | {final.mean():.2f} ± {std:.2f} | "
-                    f"{group.frames.max():,} | {group.wall_time_min.min():.1f} – {group.wall_time_min.max():.1f} | "
+                    f"{floor.get(env_id, float('nan')):.2f} | {group.frames.max():,} | {group.wall_time_min.min():.1f} – {group.wall_time_min.max():.1f} | "
                     f"{100 * group.cpu_steal.min():.0f} – {100 * group.cpu_steal.max():.0f}% |")
     rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}.",
              "The final evaluation is the mean return of 8 episodes with the evaluation planner; ± is the "
@@ -139,7 +166,7 @@ def report(out: str):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=["collect", "report"])
+    parser.add_argument("step", choices=["collect", "report", "random"])
     parser.add_argument("--run-dir", help="collect: the run's directory under runs/")
     parser.add_argument("--wall-time", type=float, help="collect: the run's wall time in seconds")
     parser.add_argument("--commit", help="collect: the commit the run ran at (default: the newest one before "
@@ -152,5 +179,7 @@ if __name__ == "__main__":
         if a.run_dir is None or a.wall_time is None:
             parser.error("collect needs --run-dir and --wall-time")
         collect(a.run_dir, a.wall_time, a.out, a.commit, a.cpu_steal)
+    elif a.step == "random":
+        random_returns(a.out)
     else:
         report(a.out)
