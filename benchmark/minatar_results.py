@@ -150,8 +150,9 @@ def report(out: str):
                     f"{100 * group.cpu_steal.min():.0f} – {100 * group.cpu_steal.max():.0f}% |")
     rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}.",
              "The final evaluation is the mean return of 8 episodes with the evaluation planner; ± is the "
-             "standard deviation over seeds. CPU steal: share of the machine's CPU time that the virtual "
-             "machine's host gave to others during the run (from /proc/stat), the reason wall times vary."]
+             "standard deviation over seeds (population, ddof=0). CPU steal: share of the machine's CPU "
+             "time that the virtual machine's host gave to others during the run (from /proc/stat), the "
+             "reason wall times vary."]
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(rows) + "\n")
     print("\n".join(rows))
