@@ -3,6 +3,7 @@
     python benchmark/minatar_results.py collect --run-dir runs/Breakout__muzero_minatar__1__... --wall-time 2590
     python benchmark/minatar_results.py report
     python benchmark/minatar_results.py random     # once: the random policy's returns, for the table
+    python benchmark/minatar_results.py commit     # the commit a run starts at (printed)
 
 `collect` reads one run's TensorBoard events (tensorboard's EventAccumulator) and stores its
 evaluation curve in `{out}/{env_id}.csv` (one row per evaluation; a rerun of the same game and
@@ -43,10 +44,14 @@ def machine_line() -> str:
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def git_commit() -> str:
-    """The checked-out commit, marked if tracked files have uncommitted changes."""
-    return subprocess.run(["git", "describe", "--always", "--dirty=+changes"], capture_output=True,
-                          text=True, cwd=REPO).stdout.strip()
+def git_commit(out: str) -> str:
+    """The checked-out commit, with "+changes" if anything but the benchmark's own output folder `out`
+    differs from it (a run's uncommitted results must not mark the next run's code as changed)."""
+    def git(*args):
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=REPO, check=True).stdout.strip()
+    out = os.path.relpath(os.path.abspath(out), REPO)
+    changed = git("status", "--porcelain", "--", ".", *([] if out.startswith("..") else [f":(exclude){out}"]))
+    return git("rev-parse", "--short", "HEAD") + ("+changes" if changed else "")
 
 
 def commit_at(unix_time: int) -> str:
@@ -167,7 +172,7 @@ def report(out: str):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=["collect", "report", "random"])
+    parser.add_argument("step", choices=["commit", "collect", "report", "random"])
     parser.add_argument("--run-dir", help="collect: the run's directory under runs/")
     parser.add_argument("--wall-time", type=float, help="collect: the run's wall time in seconds")
     parser.add_argument("--commit", help="collect: the commit the run ran at (default: the newest one before "
@@ -176,7 +181,9 @@ if __name__ == "__main__":
                         "gave to other virtual machines during the run (/proc/stat)")
     parser.add_argument("--out", default="docs/benchmark/muzero_minatar")
     a = parser.parse_args()
-    if a.step == "collect":
+    if a.step == "commit":
+        print(git_commit(a.out))
+    elif a.step == "collect":
         if a.run_dir is None or a.wall_time is None:
             parser.error("collect needs --run-dir and --wall-time")
         collect(a.run_dir, a.wall_time, a.out, a.commit, a.cpu_steal)

@@ -25,11 +25,9 @@ for env_id in $GAMES; do
   for seed in $SEEDS; do
     log="$OUT/logs/${env_id}__seed${seed}.log"
     echo "== $env_id seed $seed (log: $log)"
+    # the commit the run's code comes from ("+changes" if anything but $OUT differs from it)
+    commit=$(python benchmark/minatar_results.py commit --out "$OUT")
     start=$(date +%s)
-    # the commit the run's code comes from; "+changes" if anything but this benchmark's own outputs
-    # differs from it (the results of the previous run are uncommitted while the next one runs)
-    commit=$(git rev-parse --short HEAD)
-    if [ -n "$(git status --porcelain -- . ":(exclude)$OUT")" ]; then commit="$commit+changes"; fi
     read -r steal0 total0 < <(cpu_ticks)
     python muzero_minatar.py --env-id "$env_id" --seed "$seed" "${budget[@]}" "$@" 2>&1 | tee "$log"
     wall=$(( $(date +%s) - start ))

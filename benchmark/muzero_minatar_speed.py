@@ -207,7 +207,7 @@ def write_report(results: list, out: str):
     from minatar_results import git_commit, machine_line
 
     os.makedirs(out, exist_ok=True)
-    meta = {"machine": machine_line(), "commit": git_commit(), "command": "python benchmark/muzero_minatar_speed.py"}
+    meta = {"machine": machine_line(), "commit": git_commit(out), "command": "python benchmark/muzero_minatar_speed.py"}
     with open(os.path.join(out, "speed.json"), "w") as f:
         json.dump({**meta, "results": results}, f, indent=1)
     rows = ["| setting | acting decisions/s | acting % of peak | learner samples/s | learner % of peak | "
