@@ -93,6 +93,8 @@ def collect(run_dir: str, wall_time: float, out: str, commit: str | None, cpu_st
     binned.insert(0, "seed", seed)
     binned.insert(0, "env_id", env_id)
     replace_rows(os.path.join(out, f"{env_id}_train.csv"), binned, env_id, seed)
+    # empty (NaN) when no training episode ended in the last 50k frames: Freeway's episodes all last
+    # 2500 steps, so the 32 default envs finish together every 80k frames
     last_train = train.train_return[train.step > returns[-1].step - 50_000]
     summary = pd.DataFrame([{
         "env_id": env_id, "seed": seed, "run_name": run_name, "exp_name": exp_name, "frames": returns[-1].step,
