@@ -202,12 +202,8 @@ def measure(name: str, iterations: int, warmup: int) -> dict:
     return result
 
 
-def write_report(results: list, out: str):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from minatar_results import git_commit, machine_line
-
+def write_report(results: list, out: str, meta: dict):
     os.makedirs(out, exist_ok=True)
-    meta = {"machine": machine_line(), "commit": git_commit(out), "command": "python benchmark/muzero_minatar_speed.py"}
     with open(os.path.join(out, "speed.json"), "w") as f:
         json.dump({**meta, "results": results}, f, indent=1)
     rows = ["| setting | acting decisions/s | acting % of peak | learner samples/s | learner % of peak | "
@@ -239,6 +235,10 @@ def main():
     if a.one:
         print("RESULT " + json.dumps(measure(a.one, a.iterations, a.warmup)), flush=True)
         return
+    from minatar_results import git_commit, machine_line  # benchmark/ is on the path: this file runs as a script
+
+    # the commit is taken before measuring: the code the measurements run
+    meta = {"machine": machine_line(), "commit": git_commit(a.out), "command": "python benchmark/muzero_minatar_speed.py"}
     results = []
     for name in a.settings:
         devices, _ = SETTINGS[name]
@@ -253,7 +253,7 @@ def main():
         (line,) = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
         results.append({**json.loads(line[len("RESULT "):]), "cpu_steal": (steal1 - steal0) / (total1 - total0)})
         print(json.dumps(results[-1], indent=1), flush=True)
-    write_report(results, a.out)
+    write_report(results, a.out, meta)
 
 
 if __name__ == "__main__":
