@@ -18,6 +18,11 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Literal, NamedTuple
 
+# XLA's CPU backend hands fused groups of small ops to YNNPACK by default; for this network's 16-channel
+# convolutions on a 10x10 board that makes the learner's update about 1.3x slower (docs: Speed). A user's
+# own XLA_FLAGS come after ours and win. The flag only concerns the CPU backend.
+os.environ["XLA_FLAGS"] = "--xla_cpu_experimental_ynn_fusion_type= " + os.environ.get("XLA_FLAGS", "")
+
 import flax
 import flax.linen as nn
 import jax
@@ -148,11 +153,15 @@ class Args:
     """c_L2, weight of the squared parameter norm (thesis: 1e-4)"""
     target_update_interval: int = 100
     """updates between copies of the online parameters into the target network"""
+    value_bootstrap: Literal["search", "target_network"] = "search"
+    """what the N-step value targets bootstrap from at j+N: `search`, the root value v* recorded when the step
+    was played (thesis 4.3.7); `target_network`, the target network's value of the stored observations,
+    computed when the sample is drawn (the value half of MuZero Reanalyze: K+1 more initial inferences)"""
 
     # Logging and evaluation
     eval_interval: int = 100_000
     """environment steps between evaluations (one more at the end)"""
-    eval_episodes: int = 8
+    eval_episodes: int = 32
     """episodes per evaluation, run as one batch with the evaluation planner (0: no evaluation)"""
     log_interval: float = 30.0
     """seconds between progress lines on the console"""
@@ -232,6 +241,13 @@ class Step(NamedTuple):
     is_last: np.ndarray  # (B,) bool; the policy still runs here, its action is the dummy one
 
 
+def env_seeds(seed: int | tuple[int, ...], num_envs: int) -> np.ndarray:
+    """One 32-bit seed per environment copy, hashed from `seed` (an int or a tuple of ints) by numpy's
+    SeedSequence: runs with different seeds share no environment stream (with `seed + i`, seeds 1 and 2
+    shared 31 of their 32), nor do training and each evaluation (seeded `(seed, 1, iteration)`)."""
+    return np.random.SeedSequence(seed).generate_state(num_envs)
+
+
 class MinAtarVecEnv:
     """`num_envs` MinAtar games stepped as one batch. A step on an env whose last output was
     `is_last` resets it instead (the thesis' unified main loop), so the stream never stops."""
@@ -239,9 +255,9 @@ class MinAtarVecEnv:
     def __init__(self, env_id: str, num_envs: int, seed: int, sticky_action_prob: float,
                  max_episode_steps: int | None = None):
         self.envs = []
-        for i in range(num_envs):
+        for env_seed in env_seeds(seed, num_envs):
             env = minatar.Environment(MINATAR_NAMES[env_id], sticky_action_prob=sticky_action_prob)
-            env.seed(seed + i)
+            env.seed(int(env_seed))
             self.envs.append(env)
         self.action_set = np.asarray(self.envs[0].minimal_action_set())
         self.num_actions = len(self.action_set) + 1  # |A^a| = |A^e| + dummy
@@ -532,33 +548,52 @@ class Targets(NamedTuple):
     priority: jax.Array  # () |v*_c - G^N_c|
 
 
-def compute_targets(window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float) -> Targets:
-    """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis)."""
+def history_at(window: dict, center: int, history_length: int):
+    """The input of h at step `center` of a window: its L frames and the L actions before them, with
+    frames and actions of an earlier episode replaced by zeros and the dummy action (4.3.4)."""
+    L = history_length
+    episode = jnp.cumsum(window["is_first"])
+    same = episode[center - L + 1: center + 1] == episode[center]
+    frames = window["obs"][center - L + 1: center + 1].astype(jnp.float32) * same[:, None, None, None]
+    acts = window["action"][center - L: center] * (episode[center - L: center] == episode[center])
+    return stack_history(frames[None], acts[None], window["policy"].shape[-1])[0]
+
+
+def bootstrap_histories(window: dict, history_length: int, unroll_steps: int, td_steps: int):
+    """(K+1, H, W, C_h): inputs of h at c+N .. c+K+N, whose values the N-step returns bootstrap from
+    when --value-bootstrap is target_network."""
+    c = history_length
+    return jnp.stack([history_at(window, j + td_steps, history_length) for j in range(c, c + unroll_steps + 1)])
+
+
+def compute_targets(window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float,
+                    bootstrap_values=None) -> Targets:
+    """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis).
+    bootstrap_values: (K+1,) values of the steps c+N .. c+K+N to bootstrap from; default: the root
+    values v* stored when those steps were played."""
     L, K, N = history_length, unroll_steps, td_steps
     c = L
     num_actions = window["policy"].shape[-1]
     episode = jnp.cumsum(window["is_first"])
-
-    def history(center):
-        same = episode[center - L + 1: center + 1] == episode[center]
-        frames = window["obs"][center - L + 1: center + 1].astype(jnp.float32) * same[:, None, None, None]
-        acts = window["action"][center - L: center] * (episode[center - L: center] == episode[center])
-        return stack_history(frames[None], acts[None], num_actions)[0]
-
     same = episode == episode[c]  # steps of c's episode; everything after its last step is False
     actions = jnp.where(same, window["action"], 0)
     rewards = jnp.where(same, window["reward"], 0.0)
-    values = jnp.where(same & ~window["is_last"], window["value"], 0.0)  # v* = 0 at and after the end
+    alive = same & ~window["is_last"]  # v* = 0 at and after the end
+    values = jnp.where(alive, window["value"], 0.0)
+    if bootstrap_values is None:
+        bootstrap_values = values[c + N: c + K + N + 1]
+    else:
+        bootstrap_values = jnp.where(alive[c + N: c + K + N + 1], bootstrap_values, 0.0)
     dummy = jax.nn.one_hot(0, num_actions)
     policies = jnp.where(same[:, None], window["policy"], dummy)
     discounts = gamma ** jnp.arange(N)
-    # G^N_j = sum_{n<N} gamma^n r_{j+n+1} + gamma^N v*_{j+N}, for j = c .. c+K
+    # G^N_j = sum_{n<N} gamma^n r_{j+n+1} + gamma^N v_{j+N}, for j = c .. c+K
     returns = jnp.stack([
-        jnp.sum(discounts * rewards[j + 1: j + N + 1]) + gamma**N * values[j + N] for j in range(c, c + K + 1)
+        jnp.sum(discounts * rewards[j + 1: j + N + 1]) + gamma**N * bootstrap_values[j - c] for j in range(c, c + K + 1)
     ])
     return Targets(
-        stacked=history(c),
-        next_stacked=history(c + 1),
+        stacked=history_at(window, c, L),
+        next_stacked=history_at(window, c + 1, L),
         actions=actions[c: c + K],
         rewards=rewards[c + 1: c + K + 1],
         values=returns,
@@ -670,6 +705,11 @@ def scale_gradient(x, scale: float):
     return x * scale + jax.lax.stop_gradient(x) * (1 - scale)
 
 
+def masked_mean(x, mask):
+    """Mean of x over mask (0 when the mask is empty)."""
+    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1)
+
+
 def cross_entropy(target_probs, logits):
     return -jnp.sum(target_probs * jax.nn.log_softmax(logits), axis=-1)
 
@@ -685,14 +725,26 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
     K, S = args.unroll_steps, args.support_size
     targets_fn = jax.vmap(partial(compute_targets, history_length=args.history_length, unroll_steps=K,
                                   td_steps=args.td_steps, gamma=args.gamma))
+    histories_fn = jax.vmap(partial(bootstrap_histories, history_length=args.history_length, unroll_steps=K,
+                                    td_steps=args.td_steps))
+
+    def scalar(logits):
+        return categorical_to_scalar(jax.nn.softmax(logits), S)
 
     def loss_fn(params, target_params, window, weights):
-        t = targets_fn(window)
+        bootstrap_values = None
+        if args.value_bootstrap == "target_network":  # the value half of MuZero Reanalyze
+            stacked = histories_fn(window)  # (B, K+1, H, W, C_h)
+            x = net.apply(target_params, stacked.reshape(-1, *stacked.shape[2:]), method=MuZeroNet.represent)
+            _, value_logits = net.apply(target_params, x, method=MuZeroNet.predict)
+            bootstrap_values = jax.lax.stop_gradient(scalar(value_logits).reshape(stacked.shape[:2]))
+        t = targets_fn(window, bootstrap_values=bootstrap_values)
         x = net.apply(params, t.stacked, method=MuZeroNet.represent)
         policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+        value_prediction = scalar(value_logits)
         policy_loss = cross_entropy(t.policies[:, 0], policy_logits)
         value_loss = cross_entropy(scalar_to_categorical(t.values[:, 0], S), value_logits)
-        reward_loss = 0.0
+        reward_loss, reward_errors = 0.0, []
         for k in range(1, K + 1):
             x = scale_gradient(x, 0.5)  # halve the gradient entering each dynamics call
             x, reward_logits = net.apply(params, x, t.actions[:, k - 1], method=MuZeroNet.dynamics)
@@ -702,6 +754,7 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
             policy_loss += cross_entropy(t.policies[:, k], policy_logits) / K
             value_loss += cross_entropy(scalar_to_categorical(t.values[:, k], S), value_logits) / K
             reward_loss += cross_entropy(scalar_to_categorical(t.rewards[:, k - 1], S), reward_logits)
+            reward_errors.append(jnp.abs(scalar(reward_logits) - t.rewards[:, k - 1]))
         # self-consistency: projected x^1_t towards the (stop-gradient, target-network) x^0_{t+1}
         projected = net.apply(params, x_one, method=MuZeroNet.project).reshape(x_one.shape[0], -1)
         x_next = jax.lax.stop_gradient(
@@ -711,6 +764,7 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
                       + args.consistency_coef * consistency_loss)
         l2 = sum(jnp.sum(p**2) for p in jax.tree.leaves(params))
         loss = jnp.mean(weights * per_sample) + args.l2_coef * l2
+        rewarding = (t.rewards != 0).T  # (K, B), as the stacked reward errors
         metrics = {
             "losses/total_loss": loss,
             "losses/policy_loss": jnp.mean(policy_loss),
@@ -719,6 +773,12 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
             "losses/consistency_loss": jnp.mean(consistency_loss),
             "losses/l2_loss": l2,
             "losses/value_target": jnp.mean(t.values[:, 0]),
+            "losses/value_prediction": jnp.mean(value_prediction),
+            "losses/value_error": jnp.mean(jnp.abs(value_prediction - t.values[:, 0])),
+            # |predicted - observed reward| over the unrolled steps, apart on steps with and without reward
+            "losses/reward_error_rewarding": masked_mean(jnp.stack(reward_errors), rewarding),
+            "losses/reward_error_other": masked_mean(jnp.stack(reward_errors), ~rewarding),
+            "losses/rewarding_share": jnp.mean(rewarding),
             "losses/importance_weight": jnp.mean(weights),
         }
         return loss, metrics
@@ -817,9 +877,10 @@ def actor_loop(args: Args, act_fn, params, params_queue: queue.Queue, rollout_qu
 # ---------------------------------------------------------------------------------------------
 # Evaluation, saving and loading
 # ---------------------------------------------------------------------------------------------
-def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed: int, record: bool = False):
+def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed: int | tuple[int, ...], record: bool = False):
     """Plays `num_episodes` episodes as one batch with the evaluation planner, each cut at
-    --max-episode-steps. Returns (returns, lengths, frames of episode 0 if `record`)."""
+    --max-episode-steps. `seed` (an int or a tuple of ints) fixes the environments and the search
+    noise. Returns (returns, lengths, frames of episode 0 if `record`)."""
     step_limit = args.max_episode_steps or GYMNAX_STEP_LIMITS.get(args.env_id, 1000)
     envs = MinAtarVecEnv(args.env_id, num_episodes, seed, args.sticky_action_prob, step_limit)
     state = initial_actor_state(num_episodes, args.history_length, envs.obs_shape)
@@ -828,7 +889,7 @@ def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed: int, re
     returns, lengths = np.zeros(num_episodes), np.zeros(num_episodes, np.int64)
     done = np.zeros(num_episodes, bool)
     frames = []
-    key = jax.random.PRNGKey(seed)
+    key = jax.random.PRNGKey(env_seeds(seed, num_episodes + 1)[-1])  # a stream no environment uses
     while not done.all():
         if record and not done[0]:
             frames.append(step.obs[0])
@@ -990,7 +1051,7 @@ def main(args: Args):
             next_eval += args.eval_interval
             returns, lengths, frames = evaluate_policy(
                 eval_act_fn, jax.device_put(state.params, actor_device), args, args.eval_episodes,
-                args.seed + 10_000 + iteration, record=args.capture_video)
+                (args.seed, 1, iteration), record=args.capture_video)
             eval_return = float(np.mean(returns))
             writer.add_scalar("charts/eval_episodic_return", eval_return, global_step)
             writer.add_scalar("charts/eval_episodic_length", float(np.mean(lengths)), global_step)

@@ -1,0 +1,128 @@
+"""A/B screening of muzero_minatar.py's learning levers at equal frames.
+
+    python benchmark/muzero_minatar_ablation.py run --levers baseline gumbel --games Asterix Breakout \
+        --seeds 1 2 --total-timesteps 100000 --jobs 2
+    python benchmark/muzero_minatar_ablation.py report
+
+`run` trains every lever x game x seed (`python muzero_minatar.py --exp-name ablation-{lever}` plus the
+lever's flags, one evaluation of --eval-episodes at the end), --jobs runs at a time. What a run learns
+depends only on its flags and seed (the actor acts with parameters exactly one version behind), so
+running two at a time changes wall times, not results; the wall time column says how many shared the
+machine. Each finished run adds a row to `{out}/ablation.csv` (a rerun of the same lever, game, seed and
+budget replaces it). `report` writes `{out}/ablation.md`: per lever, game and budget, the mean over
+seeds of the final evaluation return and of the training return over the last 30% of the frames,
+beside the baseline's at the same budget and seeds.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pandas as pd
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from minatar_results import REPO, git_commit, machine_line  # benchmark/ is on the path
+
+LEVERS = {  # name: flags added to muzero_minatar.py's defaults
+    "baseline": [],
+    "gumbel": ["--planner", "gumbel"],
+    "target_bootstrap": ["--value-bootstrap", "target_network"],
+    "replay_ratio_4": ["--replay-ratio", "4"],
+    "reward_loss_mean": ["--reward-coef", "0.2"],  # the reward loss averaged over K = 5 like value and policy
+}
+KEYS = ["lever", "env_id", "seed", "frames"]
+
+
+def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episodes: int, out: str, jobs: int,
+            commit: str):
+    exp_name = f"ablation-{lever}"
+    log = os.path.join(out, "logs", f"{lever}__{env_id}__{total_timesteps}__seed{seed}.log")
+    start = time.time()
+    with open(log, "w") as f:
+        done = subprocess.run([sys.executable, "muzero_minatar.py", "--env-id", env_id, "--seed", str(seed),
+                               "--exp-name", exp_name, "--total-timesteps", str(total_timesteps),
+                               "--eval-interval", str(total_timesteps), "--eval-episodes", str(eval_episodes),
+                               *LEVERS[lever]], cwd=REPO, stdout=f, stderr=subprocess.STDOUT,
+                              env={**os.environ, "WANDB_MODE": "disabled"})
+    wall = time.time() - start
+    if done.returncode != 0:
+        print(f"{lever} {env_id} seed {seed} failed, see {log}", flush=True)
+        return None
+    prefix = os.path.join(REPO, "runs", f"{env_id}__{exp_name}__{seed}__")
+    run_dir = max((d for d in (os.path.join(REPO, "runs", n) for n in os.listdir(os.path.join(REPO, "runs")))
+                   if d.startswith(prefix) and os.path.getmtime(d) >= start - 5), key=os.path.getmtime)
+    events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+    events.Reload()
+    evals = events.Scalars("charts/eval_episodic_return")
+    train = [e.value for e in events.Scalars("charts/episodic_return") if e.step > 0.7 * evals[-1].step]
+    row = {"lever": lever, "env_id": env_id, "seed": seed, "frames": evals[-1].step,
+           "eval_return": evals[-1].value, "eval_episodes": eval_episodes,
+           "train_return_last_30pct": sum(train) / len(train) if train else float("nan"),
+           "updates": events.Scalars("charts/num_updates")[-1].value, "wall_time_min": round(wall / 60, 1),
+           "parallel_jobs": jobs, "flags": " ".join(LEVERS[lever]), "commit": commit, "machine": machine_line(),
+           "run_name": os.path.basename(run_dir)}
+    print(f"{lever} {env_id} seed {seed}: eval {row['eval_return']:.2f} train {row['train_return_last_30pct']:.2f} "
+          f"({row['wall_time_min']} min)", flush=True)
+    return row
+
+
+def run(a):
+    os.makedirs(os.path.join(a.out, "logs"), exist_ok=True)
+    commit = git_commit(a.out)
+    todo = [(lever, g, s) for lever in a.levers for g in a.games for s in a.seeds]
+    with ThreadPoolExecutor(a.jobs) as pool:
+        futures = [pool.submit(run_one, lever, g, s, a.total_timesteps, a.eval_episodes, a.out, a.jobs, commit)
+                   for lever, g, s in todo]
+        for fut in futures:
+            row = fut.result()
+            if row is not None:
+                store(pd.DataFrame([row]), os.path.join(a.out, "ablation.csv"))
+    report(a.out)
+
+
+def store(new: pd.DataFrame, path: str):
+    if os.path.exists(path):
+        old = pd.read_csv(path)
+        key = old[KEYS].apply(tuple, axis=1).isin(new[KEYS].apply(tuple, axis=1))
+        new = pd.concat([old[~key], new], ignore_index=True)
+    new.sort_values(KEYS, kind="stable").to_csv(path, index=False)
+
+
+def report(out: str):
+    runs = pd.read_csv(os.path.join(out, "ablation.csv"))
+    rows = ["| lever | flags | game | seeds | frames | baseline eval → lever eval | baseline train → lever train "
+            "| wall time (min, jobs in parallel) |", "|---|---|---|---|---|---|---|---|"]
+    base = runs[runs.lever == "baseline"]
+    for (lever, env_id, frames), group in runs[runs.lever != "baseline"].groupby(["lever", "env_id", "frames"]):
+        b = base[(base.env_id == env_id) & (base.frames == frames) & base.seed.isin(group.seed)]
+        seeds = sorted(set(group.seed) & set(b.seed))
+        b, g = b[b.seed.isin(seeds)], group[group.seed.isin(seeds)]
+        if not seeds:
+            continue
+        rows.append(f"| {lever} | `{g.flags.iloc[0] if isinstance(g.flags.iloc[0], str) else ''}` | {env_id} | "
+                    f"{', '.join(map(str, seeds))} | {frames:,} | {b.eval_return.mean():.2f} → {g.eval_return.mean():.2f} | "
+                    f"{b.train_return_last_30pct.mean():.2f} → {g.train_return_last_30pct.mean():.2f} | "
+                    f"{b.wall_time_min.mean():.1f} → {g.wall_time_min.mean():.1f} ({g.parallel_jobs.max()}) |")
+    rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}. "
+             "Returns are means over the seeds listed; eval: the final evaluation "
+             f"({', '.join(map(str, runs.eval_episodes.unique()))} episodes, evaluation planner); train: training "
+             "episodes ending in the last 30% of the frames. Per-run rows: `ablation.csv`."]
+    with open(os.path.join(out, "ablation.md"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("step", choices=["run", "report"])
+    parser.add_argument("--levers", nargs="+", default=list(LEVERS), choices=list(LEVERS))
+    parser.add_argument("--games", nargs="+", default=["Asterix", "Breakout"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2])
+    parser.add_argument("--total-timesteps", type=int, default=100_000)
+    parser.add_argument("--eval-episodes", type=int, default=32)
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time")
+    parser.add_argument("--out", default="docs/benchmark/muzero_minatar/ablation")
+    a = parser.parse_args()
+    run(a) if a.step == "run" else report(a.out)
