@@ -7,8 +7,10 @@ training targets (4.3.7), segment replay with prioritized sampling (4.3.14), los
 (4.3.8-4.3.9), the actor thread and the learner loop (Cleanba: the actor acts with parameters exactly
 one version behind the learner, so a run's data is fixed by its seed).
 """
+import copy
 import json
 import os
+import pickle
 import queue
 import random
 import sys
@@ -55,7 +57,14 @@ class Args:
     capture_video: bool = False
     """if toggled, the first evaluation episode of every evaluation is saved as a GIF in `videos/{run_name}/`"""
     save_model: bool = False
-    """if toggled, parameters and args are saved to `runs/{run_name}/` at the end of training"""
+    """if toggled, parameters and args are saved to `runs/{run_name}/` at the end of training (and, if the run
+    stops with an error, the parameters it has by then)"""
+    checkpoint_interval: int = 0
+    """environment steps between checkpoints (`runs/{run_name}/checkpoint.pkl`, replaced atomically): everything
+    the run needs to continue exactly as if it had not stopped (0: no checkpoints)"""
+    resume: str | None = None
+    """a run directory `runs/{run_name}` to continue from its checkpoint, with the same flags; the run goes on in
+    that directory and TensorBoard stream and ends exactly as it would have without stopping"""
 
     # Environment (4.3.1-4.3.2)
     env_id: GAMES = "Breakout"
@@ -179,7 +188,17 @@ def fail(message: str):
     sys.exit(2)
 
 
+MAX_REPLAY_RATIO = 256  # samples per environment step: EfficientZero's (batch 256, an update per step)
+
+
 def validate_args(args: Args):
+    if not 0 <= args.seed < 2**32:
+        fail(f"--seed must be in [0, 2**32 - 1] (got {args.seed}): it seeds JAX's 32-bit keys")
+    if not args.exp_name or args.exp_name in (".", "..") or not all(c.isalnum() or c in "-_." for c in args.exp_name):
+        fail(f"--exp-name must be a non-empty name of letters, digits, '-', '_' and '.' (got {args.exp_name!r}): "
+             f"it names the run's directory and the saved model's file")
+    if args.checkpoint_interval < 0:
+        fail(f"--checkpoint-interval must be non-negative (got {args.checkpoint_interval})")
     positive = [
         "total_timesteps", "num_envs", "num_steps", "history_length", "channels",
         "repr_blocks", "head_hidden", "support_size", "num_simulations", "eval_num_simulations",
@@ -225,6 +244,10 @@ def validate_args(args: Args):
     if args.batch_size % len(args.learner_device_ids):
         fail(f"--batch-size ({args.batch_size}) must split evenly over the "
              f"{len(args.learner_device_ids)} --learner-device-ids")
+    if args.replay_ratio > MAX_REPLAY_RATIO:
+        fail(f"--replay-ratio {args.replay_ratio:g} asks for {args.replay_ratio * steps_per_iteration / args.batch_size:,.0f} "
+             f"updates of --batch-size {args.batch_size} per actor iteration of {steps_per_iteration} steps; the bound is "
+             f"{MAX_REPLAY_RATIO} samples per environment step (EfficientZero's ratio; the thesis used 4)")
     if args.replay_ratio * args.total_timesteps < args.batch_size:
         fail(f"--replay-ratio {args.replay_ratio} gives fewer samples over the run than one batch "
              f"of --batch-size {args.batch_size}: no update would ever run")
@@ -670,6 +693,16 @@ class Replay:
             self.size = min(self.size + 1, self.capacity)
         self.probs = None  # recomputed lazily, once per batch of new segments
 
+    def state(self) -> dict:
+        """Everything a checkpoint needs to restore this replay exactly (contents, priorities, sampler)."""
+        return dict(storage=self.storage, priorities=self.priorities, next=self.next, size=self.size,
+                    rng=self.rng.bit_generator.state)
+
+    def load_state(self, state: dict):
+        self.storage, self.priorities, self.next, self.size = (state[k] for k in ("storage", "priorities", "next", "size"))
+        self.rng.bit_generator.state = state["rng"]
+        self.probs = None
+
     def trainable(self) -> np.ndarray:
         """(capacity, S) mask of positions whose step was really played."""
         mask = self.storage["valid"][:, self.L: self.L + self.S].copy()
@@ -822,28 +855,64 @@ class Rollout(NamedTuple):
     params_wait: float
     put_wait: float
     actor_time: float
+    snapshot: dict | None  # the actor's whole state after this iteration, when a checkpoint is due
 
 
-def actor_loop(args: Args, act_fn, params, params_queue: queue.Queue, rollout_queue: queue.Queue,
-               num_iterations: int, key):
+class Stopped(Exception):
+    """The other thread has ended: stop waiting on the queue."""
+
+
+def queue_get(q: queue.Queue, other_alive):
+    """q.get() that gives up with Stopped once `other_alive()` is False and nothing is left to take."""
+    while True:
+        try:
+            return q.get(timeout=0.5)
+        except queue.Empty:
+            if not other_alive():
+                raise Stopped
+
+
+def queue_put(q: queue.Queue, item, other_alive):
+    """q.put() that gives up with Stopped once `other_alive()` is False."""
+    while True:
+        try:
+            return q.put(item, timeout=0.5)
+        except queue.Full:
+            if not other_alive():
+                raise Stopped
+
+
+def actor_loop(args: Args, act_fn, params, pending_params: list, params_queue: queue.Queue,
+               rollout_queue: queue.Queue, learner_alive, first_iteration: int, num_iterations: int, key,
+               snapshot: dict | None = None):
+    """Plays iterations first_iteration .. num_iterations. Iteration k acts with the parameters the
+    learner put after its iteration k-2 (the initial ones for k <= 2): `params` for the first one,
+    then `pending_params` (a fresh run: [initial]; a resumed one: the checkpoint's), then the queue.
+    `snapshot` (from a checkpoint) restores environments, history, segments and key."""
     device = jax.local_devices()[args.actor_device_id]
     try:
         with jax.default_device(device):  # environment inputs go straight to the actor's device
-            envs = MinAtarVecEnv(args.env_id, args.num_envs, args.seed, args.sticky_action_prob)
             n, L, S = args.num_envs, args.history_length, args.num_steps
             span = L + S + args.unroll_steps + args.td_steps
-            segments = empty_segments(n, span, envs.obs_shape, envs.num_actions)
+            if snapshot is None:
+                envs = MinAtarVecEnv(args.env_id, n, args.seed, args.sticky_action_prob)
+                segments = empty_segments(n, span, envs.obs_shape, envs.num_actions)
+                state = initial_actor_state(n, L, envs.obs_shape)
+                step = envs.step(np.zeros(n, np.int32))
+                episodes = EpisodeTracker(n)
+            else:
+                envs, segments, state, step, episodes, key = (
+                    snapshot[k] for k in ("envs", "segments", "state", "step", "episodes", "key"))
+                state = jax.tree.map(jnp.asarray, state)
             params = jax.device_put(params, device)
-            state = initial_actor_state(n, L, envs.obs_shape)
-            step = envs.step(np.zeros(n, np.int32))
-            episodes = EpisodeTracker(n)
             put_wait = 0.0
-            for iteration in range(1, num_iterations + 1):
+            for iteration in range(first_iteration, num_iterations + 1):
                 start = time.time()
                 params_wait = 0.0
-                if iteration >= 3:  # iterations 1 and 2 both use the initial parameters (Cleanba)
+                if iteration > first_iteration:
                     t0 = time.time()
-                    params = jax.device_put(params_queue.get(), device)
+                    next_params = pending_params.pop(0) if pending_params else queue_get(params_queue, learner_alive)
+                    params = jax.device_put(next_params, device)
                     params_wait = time.time() - t0
                 for k in segments:
                     segments[k] = np.roll(segments[k], -S, axis=1)
@@ -864,14 +933,81 @@ def actor_loop(args: Args, act_fn, params, params_queue: queue.Queue, rollout_qu
                     entropies.append(-np.sum(policy * np.log(policy + 1e-12), -1).mean())
                     step = envs.step(action)
                 actor_time = time.time() - start
+                snap = None
+                if checkpoint_due(args, iteration, num_iterations):
+                    snap = copy.deepcopy(dict(envs=envs, segments=segments, state=jax.device_get(state), step=step,
+                                              episodes=episodes, key=np.asarray(key)))
                 t0 = time.time()
-                rollout_queue.put(Rollout({k: v.copy() for k, v in segments.items()}, returns, lengths,
-                                          float(np.mean(root_values)), float(np.mean(entropies)),
-                                          params_wait, put_wait, actor_time))
+                queue_put(rollout_queue, Rollout({k: v.copy() for k, v in segments.items()}, returns, lengths,
+                                                 float(np.mean(root_values)), float(np.mean(entropies)),
+                                                 params_wait, put_wait, actor_time, snap), learner_alive)
                 put_wait = time.time() - t0  # reported with the next rollout
-    except Exception as e:  # hand the error to the learner instead of leaving it blocked
-        rollout_queue.put(e)
-        raise
+    except Stopped:  # the learner has ended; it reports its own error
+        pass
+    except BaseException as e:  # anything, even KeyboardInterrupt or SystemExit: hand it to the learner
+        try:
+            queue_put(rollout_queue, e, learner_alive)
+        except Stopped:
+            pass
+
+
+def checkpoint_due(args: Args, iteration: int, num_iterations: int) -> bool:
+    """A checkpoint is written after the iterations whose steps cross a multiple of --checkpoint-interval
+    (not after the last one: the run is then complete)."""
+    if not args.checkpoint_interval or iteration >= num_iterations:
+        return False
+    steps = args.num_envs * args.num_steps
+    return iteration * steps // args.checkpoint_interval > (iteration - 1) * steps // args.checkpoint_interval
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints: everything a run needs to continue exactly as if it had not stopped
+# ---------------------------------------------------------------------------------------------
+CHECKPOINT_FILE = "checkpoint.pkl"
+# flags that do not change what a run computes: a resumed run may set them differently
+RESUME_FREE_FLAGS = {"resume", "track", "wandb_project_name", "wandb_entity", "capture_video", "save_model",
+                     "log_interval", "checkpoint_interval"}
+
+
+class CheckpointUnpickler(pickle.Unpickler):
+    """Classes of this script are found whether it ran as a script (`__main__`) or was imported."""
+
+    def find_class(self, module, name):
+        if module in ("__main__", os.path.basename(__file__)[: -len(".py")]):
+            return getattr(sys.modules[__name__], name)
+        return super().find_class(module, name)
+
+
+def write_checkpoint(path: str, payload: dict):
+    """Atomic: a kill during the write leaves the previous checkpoint in place."""
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def read_checkpoint(args: Args) -> dict:
+    """Loads `--resume`'s checkpoint and checks it belongs to this configuration; stops with exit
+    status 2 and a message naming the flag otherwise. (A checkpoint is a pickle: load only your own.)"""
+    path = os.path.join(args.resume, CHECKPOINT_FILE)
+    if not os.path.isfile(path):
+        fail(f"--resume {args.resume}: no checkpoint there ({path} does not exist; checkpoints are written by "
+             f"runs started with --checkpoint-interval N)")
+    try:
+        with open(path, "rb") as f:
+            checkpoint = CheckpointUnpickler(f).load()
+        saved = checkpoint["args"]
+    except Exception as e:
+        fail(f"--resume {args.resume}: {path} is truncated or not a checkpoint of this script ({type(e).__name__}: {e})")
+    given = asdict(args)
+    differ = [k for k in given if k not in RESUME_FREE_FLAGS and saved.get(k) != given[k]]
+    if differ:
+        fail(f"--resume {args.resume}: the checkpoint was written with other flags: " + ", ".join(
+            f"--{k.replace('_', '-')} {saved.get(k)!r} (this command: {given[k]!r})" for k in differ)
+            + "; resume with the run's own flags")
+    return checkpoint
 
 
 # ---------------------------------------------------------------------------------------------
@@ -956,15 +1092,28 @@ def init_params(net: MuZeroNet, args: Args, key):
 # ---------------------------------------------------------------------------------------------
 def main(args: Args):
     validate_args(args)
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    checkpoint = read_checkpoint(args) if args.resume else None
+    if checkpoint is None:
+        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        run_dir = f"runs/{run_name}"
+    else:
+        run_dir = os.path.normpath(args.resume)
+        run_name = os.path.basename(run_dir)
+    wandb_id = checkpoint["wandb_id"] if checkpoint else None
     if args.track:
         import wandb
 
         wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
-                   config=vars(args), name=run_name, save_code=True)
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n%s" % "\n".join(
-        [f"|{key}|{value}|" for key, value in vars(args).items()]))
+                   config=vars(args), name=run_name, save_code=True, id=wandb_id, resume="allow")
+        wandb_id = wandb.run.id  # kept in checkpoints: a resumed run continues the same W&B run
+    # a resumed run continues the same TensorBoard stream: events the stopped run logged after its
+    # checkpoint are dropped (purge_step), so the stream reads as one uninterrupted run
+    writer = SummaryWriter(run_dir, purge_step=checkpoint["global_step"] + 1 if checkpoint else None)
+    if checkpoint is None:
+        writer.add_text("hyperparameters", "|param|value|\n|-|-|\n%s" % "\n".join(
+            [f"|{key}|{value}|" for key, value in vars(args).items()]))
+    print(f"run: {run_dir}{' (resumed at step %d)' % checkpoint['global_step'] if checkpoint else ''}\n"
+          f"watch it: tensorboard --logdir runs", flush=True)
     random.seed(args.seed)
     np.random.seed(args.seed)
     key = jax.random.PRNGKey(args.seed)
@@ -975,8 +1124,8 @@ def main(args: Args):
     params = init_params(net, args, net_key)
     optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
     mesh = learner_mesh(args.learner_device_ids)
-    state = jax.device_put(TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32)),
-                           jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()))
+    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    state = TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
     actor_device = jax.local_devices()[args.actor_device_id]
     train_planner, test_planner = planner_configs(args)
     act_fn = make_act_fn(net, train_planner, args.gamma)
@@ -992,86 +1141,137 @@ def main(args: Args):
     every_position = np.divmod(np.arange(steps_per_iteration), S)  # (segment, position) of each new step
     num_iterations = args.total_timesteps // steps_per_iteration
 
+    # learner counters, and the parameters the actor acts with at its next two iterations (Cleanba:
+    # iteration k uses those put after the learner's iteration k-2; the initial ones for k <= 2)
+    progress = dict(iteration=0, global_step=0, sample_credit=0.0, num_updates=0, next_eval=args.eval_interval,
+                    eval_return=float("nan"), train_returns=[], metrics={})
+    acting_params = [state.params, state.params]
+    snapshot = None
+    if checkpoint is not None:
+        state = checkpoint["train_state"]
+        replay.load_state(checkpoint["replay"])
+        progress = {k: checkpoint[k] for k in progress}
+        acting_params, snapshot, actor_key = checkpoint["acting_params"], checkpoint["actor"], None
+    state = jax.device_put(state, replicated)
+
+    learner_done = threading.Event()  # set when main returns or raises: the actor then stops waiting
     params_queue, rollout_queue = queue.Queue(maxsize=1), queue.Queue(maxsize=1)
     actor = threading.Thread(target=actor_loop, daemon=True, args=(
-        args, act_fn, state.params, params_queue, rollout_queue, num_iterations, actor_key))
+        args, act_fn, acting_params[0], acting_params[1:], params_queue, rollout_queue,
+        lambda: not learner_done.is_set(),
+        progress["iteration"] + 1, num_iterations, actor_key, snapshot))
     actor.start()
+    print(f"compiling the acting and update functions (about a minute on a 2-core CPU); then "
+          f"{args.replay_ratio * steps_per_iteration / args.batch_size:g} updates per actor iteration of "
+          f"{steps_per_iteration} steps, {num_iterations} iterations, a progress line every {args.log_interval:g} s",
+          flush=True)
 
     start_time = time.time()
-    last_log, next_eval = start_time, args.eval_interval
-    global_step, sample_credit, num_updates = 0, 0.0, 0
-    metrics, eval_return, train_returns = {}, float("nan"), []
-    for iteration in range(1, num_iterations + 1):
-        t0 = time.time()
-        rollout = rollout_queue.get()
-        rollout_wait = time.time() - t0
-        if isinstance(rollout, Exception):
-            raise RuntimeError("the actor thread failed") from rollout
-        learn_start = time.time()
-        global_step += steps_per_iteration
-        windows = gather_windows(rollout.segments, *every_position, replay.window)
-        priorities = np.asarray(priority_fn(windows)).reshape(args.num_envs, S)
-        replay.add(rollout.segments, priorities)
+    last_log = start_time
+    p = progress
+    try:
+        for iteration in range(p["iteration"] + 1, num_iterations + 1):
+            t0 = time.time()
+            try:
+                rollout = queue_get(rollout_queue, actor.is_alive)
+            except Stopped:
+                raise RuntimeError("the actor thread ended without handing over a rollout or an error")
+            rollout_wait = time.time() - t0
+            if isinstance(rollout, BaseException):
+                raise RuntimeError("the actor thread failed") from rollout
+            learn_start = time.time()
+            p["global_step"] += steps_per_iteration
+            global_step = p["global_step"]
+            windows = gather_windows(rollout.segments, *every_position, replay.window)
+            priorities = np.asarray(priority_fn(windows)).reshape(args.num_envs, S)
+            replay.add(rollout.segments, priorities)
 
-        for ret, length in zip(rollout.episode_returns, rollout.episode_lengths):
-            writer.add_scalar("charts/episodic_return", ret, global_step)
-            writer.add_scalar("charts/episodic_length", length, global_step)
-        train_returns = (train_returns + rollout.episode_returns)[-20:]
+            for ret, length in zip(rollout.episode_returns, rollout.episode_lengths):
+                writer.add_scalar("charts/episodic_return", ret, global_step)
+                writer.add_scalar("charts/episodic_length", length, global_step)
+            p["train_returns"] = (p["train_returns"] + rollout.episode_returns)[-20:]
 
-        if replay.num_trainable >= args.learning_starts:
-            sample_credit += args.replay_ratio * steps_per_iteration
-            while sample_credit >= args.batch_size:
-                sample_credit -= args.batch_size
-                batch, weights = replay.sample(args.batch_size)
-                state, metrics = update_fn(state, batch, weights)
-                num_updates += 1
-        jax.block_until_ready(state)  # so that the timings below measure the work, not its dispatch
-        t1 = time.time()
-        if iteration <= num_iterations - 2:  # the actor's iteration i + 2 acts with these parameters
-            params_queue.put(state.params)
-        params_put_wait = time.time() - t1
-        learn_time = time.time() - learn_start
+            if replay.num_trainable >= args.learning_starts:
+                p["sample_credit"] += args.replay_ratio * steps_per_iteration
+                while p["sample_credit"] >= args.batch_size:
+                    p["sample_credit"] -= args.batch_size
+                    batch, weights = replay.sample(args.batch_size)
+                    state, metrics = update_fn(state, batch, weights)
+                    p["metrics"] = metrics
+                    p["num_updates"] += 1
+            jax.block_until_ready(state)  # so that the timings below measure the work, not its dispatch
+            t1 = time.time()
+            if iteration <= num_iterations - 2:  # the actor's iteration i + 2 acts with these parameters
+                try:
+                    queue_put(params_queue, state.params, actor.is_alive)
+                except Stopped:
+                    pass  # the actor has ended: the next rollout_queue read reports why
+            acting_params = [acting_params[1], state.params]
+            params_put_wait = time.time() - t1
+            learn_time = time.time() - learn_start
 
-        if metrics:
-            for k, v in metrics.items():
+            for k, v in p["metrics"].items():
                 writer.add_scalar(k, float(v), global_step)
-        writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
-        writer.add_scalar("charts/num_updates", num_updates, global_step)
-        writer.add_scalar("charts/root_value", rollout.root_value, global_step)
-        writer.add_scalar("charts/policy_entropy", rollout.policy_entropy, global_step)
-        writer.add_scalar("stats/learner_rollout_queue_wait", rollout_wait, global_step)
-        writer.add_scalar("stats/learner_params_queue_put_wait", params_put_wait, global_step)
-        writer.add_scalar("stats/learner_time", learn_time, global_step)
-        writer.add_scalar("stats/actor_params_queue_wait", rollout.params_wait, global_step)
-        writer.add_scalar("stats/actor_rollout_queue_put_wait", rollout.put_wait, global_step)
-        writer.add_scalar("stats/actor_time", rollout.actor_time, global_step)
-        writer.add_scalar("stats/replay_size", replay.num_trainable, global_step)
+            writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
+            writer.add_scalar("charts/num_updates", p["num_updates"], global_step)
+            writer.add_scalar("charts/root_value", rollout.root_value, global_step)
+            writer.add_scalar("charts/policy_entropy", rollout.policy_entropy, global_step)
+            writer.add_scalar("stats/learner_rollout_queue_wait", rollout_wait, global_step)
+            writer.add_scalar("stats/learner_params_queue_put_wait", params_put_wait, global_step)
+            writer.add_scalar("stats/learner_time", learn_time, global_step)
+            writer.add_scalar("stats/actor_params_queue_wait", rollout.params_wait, global_step)
+            writer.add_scalar("stats/actor_rollout_queue_put_wait", rollout.put_wait, global_step)
+            writer.add_scalar("stats/actor_time", rollout.actor_time, global_step)
+            writer.add_scalar("stats/replay_size", replay.num_trainable, global_step)
 
-        if args.eval_episodes and (global_step >= next_eval or iteration == num_iterations):
-            next_eval += args.eval_interval
-            returns, lengths, frames = evaluate_policy(
-                eval_act_fn, jax.device_put(state.params, actor_device), args, args.eval_episodes,
-                (args.seed, 1, iteration), record=args.capture_video)
-            eval_return = float(np.mean(returns))
-            writer.add_scalar("charts/eval_episodic_return", eval_return, global_step)
-            writer.add_scalar("charts/eval_episodic_length", float(np.mean(lengths)), global_step)
-            if args.capture_video:
-                save_gif(frames, f"videos/{run_name}/eval_{global_step}.gif")
+            if args.eval_episodes and (global_step >= p["next_eval"] or iteration == num_iterations):
+                p["next_eval"] += args.eval_interval
+                returns, lengths, frames = evaluate_policy(
+                    eval_act_fn, jax.device_put(state.params, actor_device), args, args.eval_episodes,
+                    (args.seed, 1, iteration), record=args.capture_video)
+                p["eval_return"] = float(np.mean(returns))
+                writer.add_scalar("charts/eval_episodic_return", p["eval_return"], global_step)
+                writer.add_scalar("charts/eval_episodic_length", float(np.mean(lengths)), global_step)
+                if args.capture_video:
+                    save_gif(frames, f"videos/{run_name}/eval_{global_step}.gif")
 
-        if time.time() - last_log >= args.log_interval or iteration == num_iterations:
-            last_log = time.time()
-            mean_ret = np.mean(train_returns) if train_returns else float("nan")
-            print(f"step={global_step} SPS={int(global_step / (last_log - start_time))} updates={num_updates} "
-                  f"train_return={mean_ret:.2f} eval_return={eval_return:.2f} "
-                  f"loss={float(metrics.get('losses/total_loss', np.nan)):.3f} "
-                  f"waits: learner={rollout_wait:.2f}s actor={rollout.params_wait:.2f}s", flush=True)
+            p["iteration"] = iteration
+            if rollout.snapshot is not None:  # checkpoint_due(iteration): the actor sent its state
+                t1 = time.time()
+                # every event up to this step must be on disk before the checkpoint says so: tensorboardX's
+                # flush() does not wait for its queue, close() does; the run goes on in a new events file
+                writer.close()
+                writer = SummaryWriter(run_dir, filename_suffix=f".{iteration}")
+                write_checkpoint(os.path.join(run_dir, CHECKPOINT_FILE), {
+                    "args": asdict(args), "wandb_id": wandb_id, **copy.deepcopy(jax.device_get(p)),
+                    "train_state": jax.device_get(state), "replay": replay.state(),
+                    "acting_params": jax.device_get(acting_params), "actor": rollout.snapshot})
+                writer.add_scalar("stats/checkpoint_time", time.time() - t1, global_step)
+
+            if time.time() - last_log >= args.log_interval or iteration == num_iterations:
+                last_log = time.time()
+                mean_ret = np.mean(p["train_returns"]) if p["train_returns"] else float("nan")
+                print(f"step={global_step} SPS={int(global_step / (last_log - start_time))} "
+                      f"updates={p['num_updates']} train_return={mean_ret:.2f} eval_return={p['eval_return']:.2f} "
+                      f"loss={float(p['metrics'].get('losses/total_loss', np.nan)):.3f} "
+                      f"waits: learner={rollout_wait:.2f}s actor={rollout.params_wait:.2f}s", flush=True)
+    except BaseException:
+        # a late error must not lose what the run trained: save the parameters it has, then stop
+        if args.save_model and p["num_updates"]:
+            model_path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
+            save_model(model_path, args, jax.device_get(state.params))
+            print(f"stopped by an error; the parameters after {p['num_updates']} updates are saved to {model_path}",
+                  file=sys.stderr, flush=True)
+        raise
+    finally:
+        learner_done.set()
+        writer.close()
 
     actor.join()
     if args.save_model:
-        model_path = f"runs/{run_name}/{args.exp_name}.muzero_model"
+        model_path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
         save_model(model_path, args, state.params)
         print(f"model saved to {model_path}")
-    writer.close()
     if args.track:
         wandb.finish()
     return state

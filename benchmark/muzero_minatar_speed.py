@@ -3,6 +3,13 @@ function gets to the machine's float32 matmul peak.
 
     python benchmark/muzero_minatar_speed.py            # every setting, ~20 min on 2 cores
     python benchmark/muzero_minatar_speed.py --settings default sebulba
+    python benchmark/muzero_minatar_speed.py --compare 95a9662 --repeats 3   # old commit vs working tree
+
+`--compare REV` measures only the jitted update and the acting step of the default setting, for the
+script as it is at REV (`git show REV:muzero_minatar.py`) and for the working tree, alternating
+processes --repeats times so both see the same machine; it writes {out}/speed_compare.json and .md
+with the median of each and their ratio (this machine is shared: compare speeds as a ratio measured
+in one run, not against an old table).
 
 Each setting runs in its own process (forced host devices must be set before jax is imported) and
 measures, at that setting's Args:
@@ -86,14 +93,14 @@ def cpu_ticks() -> tuple[int, int]:
     return fields[7], sum(fields)
 
 
-def measure(name: str, iterations: int, warmup: int) -> dict:
+def measure(name: str, iterations: int, warmup: int, source: str | None = None, parts_only: bool = False) -> dict:
     import jax
     import jax.numpy as jnp
     import numpy as np
     import optax
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    sys.path.insert(0, source or os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import muzero_minatar as m
 
     _, overrides = SETTINGS[name]
@@ -168,6 +175,8 @@ def measure(name: str, iterations: int, warmup: int) -> dict:
                          "gflop_per_update": update_flops / 1e9, "gflops": update_flops / update_time / 1e9,
                          "share_of_peak": update_flops / update_time / peak}
 
+    if parts_only:
+        return result
     # end to end: a short run of main, timed from its events after the warm-up iterations
     steps_per_iteration = args.num_envs * S
     run_args = m.Args(**{**overrides, "total_timesteps": (warmup + iterations) * steps_per_iteration,
@@ -224,21 +233,78 @@ def write_report(results: list, out: str, meta: dict):
     print("\n".join(rows))
 
 
+def compare(rev: str, repeats: int, out: str, meta: dict):
+    """Learner and acting speed of muzero_minatar.py at `rev` and in the working tree, alternating."""
+    from minatar_results import REPO
+
+    with tempfile.TemporaryDirectory() as old_dir:
+        code = subprocess.run(["git", "show", f"{rev}:muzero_minatar.py"], cwd=REPO, capture_output=True,
+                              text=True, check=True).stdout
+        with open(os.path.join(old_dir, "muzero_minatar.py"), "w") as f:
+            f.write(code)
+        sources = {rev: old_dir, "working tree": REPO}
+        samples = {name: [] for name in sources}
+        for r in range(repeats):
+            for name, source in sources.items():
+                env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
+                done = subprocess.run([sys.executable, __file__, "--one", "default", "--source", source, "--parts-only"],
+                                      env=env, capture_output=True, text=True)
+                if done.returncode != 0:
+                    sys.exit(f"{name} failed:\n{done.stderr[-3000:]}")
+                (line,) = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+                result = json.loads(line[len("RESULT "):])
+                samples[name].append(result)
+                print(f"round {r + 1} {name}: learner {result['learner']['samples_per_s']:.0f} samples/s, "
+                      f"acting {result['acting']['decisions_per_s']:.0f} decisions/s", flush=True)
+    import numpy as np
+
+    def median(name, part, key):
+        return float(np.median([x[part][key] for x in samples[name]]))
+
+    summary = {name: {"learner_samples_per_s": median(name, "learner", "samples_per_s"),
+                      "acting_decisions_per_s": median(name, "acting", "decisions_per_s")} for name in sources}
+    new, old = summary["working tree"], summary[rev]
+    ratio = {k: new[k] / old[k] for k in new}
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "speed_compare.json"), "w") as f:
+        json.dump({**meta, "baseline": rev, "repeats": repeats, "median": summary, "ratio": ratio, "rounds": samples}, f,
+                  indent=1)
+    rows = ["| code | learner samples/s (default, median) | acting decisions/s (default, median) |", "|---|---|---|",
+            f"| {rev} | {old['learner_samples_per_s']:.0f} | {old['acting_decisions_per_s']:.0f} |",
+            f"| {meta['commit']} | {new['learner_samples_per_s']:.0f} | {new['acting_decisions_per_s']:.0f} |",
+            f"| ratio | **{ratio['learner_samples_per_s']:.2f}x** | {ratio['acting_decisions_per_s']:.2f}x |", "",
+            f"Median of {repeats} alternating processes each. Machine: {meta['machine']}. "
+            f"Command: `{meta['command']}`."]
+    with open(os.path.join(out, "speed_compare.md"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    print("\n".join(rows))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--iterations", type=int, default=16, help="timed actor iterations per end-to-end run")
     parser.add_argument("--warmup", type=int, default=4, help="actor iterations before timing starts")
+    parser.add_argument("--compare", metavar="REV", help="only the learner and acting speed of REV against the "
+                        "working tree, alternating processes")
+    parser.add_argument("--repeats", type=int, default=3, help="--compare: processes per side")
     parser.add_argument("--out", default="docs/benchmark/muzero_minatar")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one setting, print JSON
+    parser.add_argument("--source", help=argparse.SUPPRESS)  # internal: directory of the muzero_minatar.py to time
+    parser.add_argument("--parts-only", action="store_true", help=argparse.SUPPRESS)  # internal: no end-to-end run
     a = parser.parse_args()
     if a.one:
-        print("RESULT " + json.dumps(measure(a.one, a.iterations, a.warmup)), flush=True)
+        print("RESULT " + json.dumps(measure(a.one, a.iterations, a.warmup, a.source, a.parts_only)), flush=True)
         return
     from minatar_results import git_commit, machine_line  # benchmark/ is on the path: this file runs as a script
 
     # the commit is taken before measuring: the code the measurements run
-    meta = {"machine": machine_line(), "commit": git_commit(a.out), "command": "python benchmark/muzero_minatar_speed.py"}
+    command = "python benchmark/muzero_minatar_speed.py" + (f" --compare {a.compare} --repeats {a.repeats}"
+                                                            if a.compare else "")
+    meta = {"machine": machine_line(), "commit": git_commit(a.out), "command": command}
+    if a.compare:
+        compare(a.compare, a.repeats, a.out, meta)
+        return
     results = []
     for name in a.settings:
         devices, _ = SETTINGS[name]

@@ -3,9 +3,12 @@ import ast
 import dataclasses
 import glob
 import os
+import pickle
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -59,6 +62,11 @@ def test_help_documents_every_flag(tmp_path):
     (["--gamma", "1.5"], "--gamma"),
     (["--total-timesteps", "100"], "--total-timesteps"),
     (["--max-episode-steps", "0"], "--max-episode-steps"),
+    (["--seed", "-1"], "--seed"),
+    (["--seed", "4294967296"], "--seed"),  # JAX's 32-bit keys would silently wrap it to 0
+    (["--exp-name", "a/b"], "--exp-name"),  # used to train the whole run, then fail to save the model
+    (["--replay-ratio", "1000"], "--replay-ratio"),  # 4,000 updates per iteration, silent for minutes
+    (["--resume", "runs/nothing"], "--resume"),
 ])
 def test_bad_flags_exit_with_a_message(tmp_path, flags, named):
     out = run(flags, tmp_path, timeout=120)
@@ -159,3 +167,125 @@ def test_benchmark_results_step(two_runs, tmp_path):
     assert "/Breakout.png)" in open(out / "figures.md").read()
     with open(out / "Breakout.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+CHECKPOINTED = [*SMALL_RUN, "--save-model", "--checkpoint-interval", "256"]  # a checkpoint every iteration
+
+
+def checkpoint_iteration(path):
+    try:
+        with open(path, "rb") as f:
+            return m.CheckpointUnpickler(f).load()["iteration"]
+    except (OSError, EOFError, pickle.UnpicklingError):
+        return 0
+
+
+def file_states(root):
+    return {p: open(p, "rb").read() for p in glob.glob(str(root / "**" / "*"), recursive=True) if os.path.isfile(p)}
+
+
+@pytest.fixture(scope="module")
+def killed_and_resumed(tmp_path_factory, two_runs):
+    """The checkpointed run killed with SIGKILL after its second checkpoint, then resumed."""
+    d = tmp_path_factory.mktemp("killed")
+    proc = subprocess.Popen([sys.executable, SCRIPT, *CHECKPOINTED], cwd=d, env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        found = glob.glob(str(d / "runs" / "*" / "checkpoint.pkl"))
+        if found and checkpoint_iteration(found[0]) >= 2:
+            os.kill(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.05)
+    assert proc.wait() == -signal.SIGKILL, "the run ended before it could be killed: " + proc.stderr.read()[-2000:]
+    (run_dir,) = glob.glob(str(d / "runs" / "*"))
+    killed_at = checkpoint_iteration(os.path.join(run_dir, "checkpoint.pkl"))
+    assert 2 <= killed_at < 6
+    assert not glob.glob(os.path.join(run_dir, "*.muzero_model"))  # it really stopped before the end
+    saved = d / "saved"  # the killed run's files, for the refusal tests
+    shutil.copytree(d / "runs", saved)
+    out = run([*CHECKPOINTED, "--resume", os.path.relpath(run_dir, d)], d)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert f"resumed at step {256 * killed_at}" in out.stdout
+    return run_dir, saved
+
+
+def test_resume_after_kill_is_identical_to_an_uninterrupted_run(two_runs, killed_and_resumed):
+    run_dir, _ = killed_and_resumed
+    (reference,) = glob.glob(str(two_runs[0] / "runs" / "*"))
+    tags = ("losses/", "charts/episodic_return", "charts/episodic_length", "charts/eval_episodic_return",
+            "charts/num_updates", "charts/root_value", "charts/policy_entropy", "stats/replay_size")
+    resumed, uninterrupted = scalars(run_dir, tags), scalars(reference, tags)
+    assert len(resumed["losses/total_loss"]) == 5 and len(resumed["charts/eval_episodic_return"]) == 2
+    assert resumed == uninterrupted  # every step once (the killed run's events after its checkpoint are purged)
+    _, _, params = m.load_model(glob.glob(os.path.join(run_dir, "*.muzero_model"))[0])
+    _, _, reference_params = m.load_model(glob.glob(os.path.join(reference, "*.muzero_model"))[0])
+    for a, b in zip(jax_leaves(params), jax_leaves(reference_params)):
+        np.testing.assert_array_equal(a, b)  # bit for bit
+
+
+def jax_leaves(tree):
+    import jax
+
+    return [np.asarray(x) for x in jax.tree.leaves(tree)]
+
+
+@pytest.mark.parametrize("damage, named", [
+    ("truncate", "--resume"),
+    ("other_flags", "--channels"),
+])
+def test_bad_checkpoints_are_refused_and_nothing_is_touched(killed_and_resumed, tmp_path, damage, named):
+    _, saved = killed_and_resumed
+    shutil.copytree(saved, tmp_path / "runs")
+    (run_dir,) = glob.glob(str(tmp_path / "runs" / "*"))
+    flags = list(CHECKPOINTED)
+    if damage == "truncate":
+        path = os.path.join(run_dir, "checkpoint.pkl")
+        data = open(path, "rb").read()
+        open(path, "wb").write(data[: len(data) // 2])
+    else:
+        flags[flags.index("--channels") + 1] = "16"
+    before = file_states(tmp_path)
+    out = run([*flags, "--resume", os.path.relpath(run_dir, tmp_path)], tmp_path, timeout=120)
+    assert out.returncode == 2
+    assert named in out.stderr and "Traceback" not in out.stderr
+    assert file_states(tmp_path) == before  # nothing written, nothing overwritten
+
+
+class Boom(BaseException):
+    """Not an Exception: the kind of error that used to leave the learner waiting forever."""
+
+
+@pytest.mark.parametrize("where", ["actor", "learner"])
+def test_a_thread_that_dies_ends_the_run_in_bounded_time(tmp_path, monkeypatch, where):
+    import threading
+
+    import tyro
+
+    args = tyro.cli(m.Args, args=[*SMALL_RUN, "--eval-episodes", "0"])
+    threads_before = set(threading.enumerate())
+    if where == "actor":  # the actor's first environment step raises, before it ever fetches parameters
+        real_step = m.MinAtarVecEnv.step
+
+        def step(self, actions):
+            if threading.current_thread() is not threading.main_thread():
+                raise Boom("actor")
+            return real_step(self, actions)
+
+        monkeypatch.setattr(m.MinAtarVecEnv, "step", step)
+    else:  # the learner fails on its first rollout while the actor is at work on the next ones
+        def add(self, segments, priorities):
+            raise Boom("learner")
+
+        monkeypatch.setattr(m.Replay, "add", add)
+    monkeypatch.chdir(tmp_path)
+    start = time.time()
+    with pytest.raises(BaseException) as info:
+        m.main(args)
+    error = info.value.__cause__ if where == "actor" else info.value
+    assert isinstance(error, Boom) and str(error) == where
+    assert time.time() - start < 300  # compiling included; before, the learner blocked forever
+    deadline = time.time() + 10
+    while set(threading.enumerate()) - threads_before and time.time() < deadline:
+        time.sleep(0.1)
+    assert not set(threading.enumerate()) - threads_before, "the actor thread is still running"
