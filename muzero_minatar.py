@@ -124,6 +124,10 @@ class Args:
     """scale of the Gumbel noise in training (gumbel planner only; evaluation uses 0, the greedy choice)"""
     max_num_considered_actions: int = 16
     """actions considered by Sequential Halving at the root (gumbel planner only)"""
+    gumbel_rescale_q: bool = True
+    """min-max rescale the completed Q-values over the root's actions before they sharpen the policy target (gumbel
+    planner only; mctx's default). It stretches an untrained model's tiny Q differences to a full logit range of
+    (50 + max visits) x 0.1; `--no-gumbel-rescale-q` keeps Q in return units (times the same factor)"""
 
     # Targets and replay (4.3.7, 4.3.14)
     unroll_steps: int = 5
@@ -486,16 +490,17 @@ class PlannerConfig:
     dirichlet_fraction: float
     gumbel_scale: float
     max_num_considered_actions: int
+    gumbel_rescale_q: bool
 
 
 def planner_configs(args: Args) -> tuple[PlannerConfig, PlannerConfig]:
     """(training, evaluation) settings, Table 5.1."""
     train = PlannerConfig(args.planner, args.num_simulations, args.pb_c_init, args.pb_c_base, args.temperature,
                           args.dirichlet_alpha, args.dirichlet_fraction, args.gumbel_scale,
-                          args.max_num_considered_actions)
+                          args.max_num_considered_actions, args.gumbel_rescale_q)
     test = PlannerConfig(args.planner, args.eval_num_simulations, args.eval_pb_c_init, args.pb_c_base,
                          args.eval_temperature, args.eval_dirichlet_alpha, args.dirichlet_fraction, 0.0,
-                         args.max_num_considered_actions)
+                         args.max_num_considered_actions, args.gumbel_rescale_q)
     return train, test
 
 
@@ -504,7 +509,8 @@ def run_search(cfg: PlannerConfig, params, rng, root: mctx.RootFnOutput, recurre
     if cfg.policy == "gumbel":
         return mctx.gumbel_muzero_policy(
             params, rng, root, recurrent_fn, cfg.num_simulations, invalid_actions=invalid,
-            max_num_considered_actions=cfg.max_num_considered_actions, gumbel_scale=cfg.gumbel_scale)
+            max_num_considered_actions=cfg.max_num_considered_actions, gumbel_scale=cfg.gumbel_scale,
+            qtransform=partial(mctx.qtransform_completed_by_mix_value, rescale_values=cfg.gumbel_rescale_q))
     return mctx.muzero_policy(
         params, rng, root, recurrent_fn, cfg.num_simulations, invalid_actions=invalid,
         dirichlet_fraction=cfg.dirichlet_fraction, dirichlet_alpha=cfg.dirichlet_alpha,

@@ -28,6 +28,7 @@ from minatar_results import REPO, git_commit, machine_line  # benchmark/ is on t
 LEVERS = {  # name: flags added to muzero_minatar.py's defaults
     "baseline": [],
     "gumbel": ["--planner", "gumbel"],
+    "gumbel_q_in_return_units": ["--planner", "gumbel", "--no-gumbel-rescale-q"],
     "target_bootstrap": ["--value-bootstrap", "target_network"],
     "replay_ratio_4": ["--replay-ratio", "4"],
     "reward_loss_mean": ["--reward-coef", "0.2"],  # the reward loss averaged over K = 5 like value and policy

@@ -289,3 +289,13 @@ def test_a_thread_that_dies_ends_the_run_in_bounded_time(tmp_path, monkeypatch, 
     while set(threading.enumerate()) - threads_before and time.time() < deadline:
         time.sleep(0.1)
     assert not set(threading.enumerate()) - threads_before, "the actor thread is still running"
+
+
+def test_readme_evaluate_snippet_works_from_any_directory(two_runs, tmp_path):
+    """README: after `pip install -e .`, `from muzero_minatar import evaluate` works outside the repository."""
+    (model,) = glob.glob(str(two_runs[0] / "runs" / "*" / "muzero_minatar.muzero_model"))
+    code = f"from muzero_minatar import evaluate; print(list(evaluate({model!r}, eval_episodes=3, seed=5)))"
+    env = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert eval(out.stdout.strip().splitlines()[-1]) == list(m.evaluate(model, eval_episodes=3, seed=5))
