@@ -71,11 +71,18 @@ def replace_rows(path: str, new: pd.DataFrame, env_id: str, seed: int):
     new.sort_values(["env_id", "seed"] + (["step"] if "step" in new else []), kind="stable").to_csv(path, index=False)
 
 
+def run_flag(events: EventAccumulator, name: str) -> str:
+    """A flag's value from the hyperparameters table the script logs as text at the start of a run."""
+    (tag,) = [t for t in events.Tags()["tensors"] if t.startswith("hyperparameters")]
+    text = events.Tensors(tag)[0].tensor_proto.string_val[0].decode()
+    return next(line.split("|")[2] for line in text.splitlines() if line.startswith(f"|{name}|"))
+
+
 def collect(run_dir: str, wall_time: float, out: str, commit: str | None, cpu_steal: float | None):
     run_name = os.path.basename(os.path.normpath(run_dir))
     env_id, exp_name, seed, start = run_name.split("__")
     seed = int(seed)
-    events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+    events = EventAccumulator(run_dir, size_guidance={"scalars": 0, "tensors": 0})
     events.Reload()
     returns = events.Scalars("charts/eval_episodic_return")
     lengths = events.Scalars("charts/eval_episodic_length")
@@ -98,7 +105,8 @@ def collect(run_dir: str, wall_time: float, out: str, commit: str | None, cpu_st
     last_train = train.train_return[train.step > returns[-1].step - 50_000]
     summary = pd.DataFrame([{
         "env_id": env_id, "seed": seed, "run_name": run_name, "exp_name": exp_name, "frames": returns[-1].step,
-        "final_eval_return": returns[-1].value, "final_train_return_last_50k": last_train.mean(),
+        "final_eval_return": returns[-1].value, "eval_episodes": int(run_flag(events, "eval_episodes")),
+        "final_train_return_last_50k": last_train.mean(),
         "wall_time_min": round(wall_time / 60, 1), "cpu_steal": cpu_steal, "SPS": events.Scalars("charts/SPS")[-1].value,
         "commit": commit or commit_at(int(start)), "machine": machine_line(),
     }])
@@ -156,7 +164,9 @@ def report(out: str):
                     f"{floor.get(env_id, float('nan')):.2f} | {group.frames.max():,} | {group.wall_time_min.min():.1f} – {group.wall_time_min.max():.1f} | "
                     f"{100 * group.cpu_steal.min():.0f} – {100 * group.cpu_steal.max():.0f}% |")
     rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}.",
-             "The final evaluation is the mean return of 8 episodes with the evaluation planner; ± is the "
+             "The final evaluation is the mean return of "
+             + " or ".join(map(str, sorted(runs.get("eval_episodes", pd.Series([8])).fillna(8).astype(int).unique())))
+             + " episodes (`--eval-episodes`; 8 before it became 32) with the evaluation planner; ± is the "
              "standard deviation over seeds (population, ddof=0). CPU steal: share of the machine's CPU "
              "time that the virtual machine's host gave to others during the run (from /proc/stat), the "
              "reason wall times vary."]

@@ -102,7 +102,7 @@ def report(out: str):
         b, g = b[b.seed.isin(seeds)], group[group.seed.isin(seeds)]
         if not seeds:
             continue
-        rows.append(f"| {lever} | `{g.flags.iloc[0] if isinstance(g.flags.iloc[0], str) else ''}` | {env_id} | "
+        rows.append(f"| {lever} | `{g['flags'].iloc[0] if isinstance(g['flags'].iloc[0], str) else ''}` | {env_id} | "
                     f"{', '.join(map(str, seeds))} | {frames:,} | {b.eval_return.mean():.2f} → {g.eval_return.mean():.2f} | "
                     f"{b.train_return_last_30pct.mean():.2f} → {g.train_return_last_30pct.mean():.2f} | "
                     f"{b.wall_time_min.mean():.1f} → {g.wall_time_min.mean():.1f} ({g.parallel_jobs.max()}) |")

@@ -5,6 +5,10 @@ function gets to the machine's float32 matmul peak.
     python benchmark/muzero_minatar_speed.py --settings default sebulba
     python benchmark/muzero_minatar_speed.py --compare 95a9662 --repeats 3   # old commit vs working tree
 
+`--checkpoint-cost` runs the default configuration for --iterations actor iterations with a checkpoint
+after each one and writes {out}/checkpoint_cost.json and .md: the checkpoint's size and the time one
+write takes (the replay is allocated whole at the start, so the size does not grow with the run).
+
 `--compare REV` measures only the jitted update and the acting step of the default setting, for the
 script as it is at REV (`git show REV:muzero_minatar.py`) and for the working tree, alternating
 processes --repeats times so both see the same machine; it writes {out}/speed_compare.json and .md
@@ -30,6 +34,7 @@ measures, at that setting's Args:
 Writes {out}/speed.json and {out}/speed.md (with the machine line).
 """
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -84,6 +89,20 @@ def conv_speed(batch: int, channels: int) -> float:
     conv = jax.jit(lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
                                                              dimension_numbers=("NHWC", "HWIO", "NHWC")))
     return 2 * batch * 100 * 9 * channels * channels / best_time(lambda: conv(x, w), 20)
+
+
+@contextlib.contextmanager
+def short_run(m, run_args):
+    """Runs muzero_minatar's main(run_args) in a temporary directory; yields the run's directory."""
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        try:
+            m.main(run_args)
+        finally:
+            os.chdir(cwd)
+        (run_dir,) = [os.path.join(tmp, "runs", d) for d in os.listdir(os.path.join(tmp, "runs"))]
+        yield run_dir
 
 
 def cpu_ticks() -> tuple[int, int]:
@@ -181,14 +200,7 @@ def measure(name: str, iterations: int, warmup: int, source: str | None = None, 
     steps_per_iteration = args.num_envs * S
     run_args = m.Args(**{**overrides, "total_timesteps": (warmup + iterations) * steps_per_iteration,
                          "eval_interval": 10**9, "eval_episodes": 0, "log_interval": 1e9})
-    cwd = os.getcwd()
-    with tempfile.TemporaryDirectory() as tmp:
-        os.chdir(tmp)
-        try:
-            m.main(run_args)
-        finally:
-            os.chdir(cwd)
-        (run_dir,) = [os.path.join(tmp, "runs", d) for d in os.listdir(os.path.join(tmp, "runs"))]
+    with short_run(m, run_args) as run_dir:
         events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
         events.Reload()
         series = {tag: [e for e in events.Scalars(tag) if e.step > warmup * steps_per_iteration]
@@ -280,6 +292,36 @@ def compare(rev: str, repeats: int, out: str, meta: dict):
     print("\n".join(rows))
 
 
+def checkpoint_cost(iterations: int, out: str, meta: dict):
+    import numpy as np
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import muzero_minatar as m
+
+    args = m.Args()
+    steps = args.num_envs * args.num_steps
+    run_args = m.Args(total_timesteps=(iterations + 1) * steps, checkpoint_interval=steps, eval_episodes=0,
+                      log_interval=1e9)
+    with short_run(m, run_args) as run_dir:
+        size = os.path.getsize(os.path.join(run_dir, m.CHECKPOINT_FILE))
+        events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+        events.Reload()
+        times = [e.value for e in events.Scalars("stats/checkpoint_time")]
+    result = {**meta, "env_id": args.env_id, "checkpoints": len(times), "size_mb": size / 1e6,
+              "median_write_s": float(np.median(times)), "max_write_s": float(np.max(times))}
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "checkpoint_cost.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    text = (f"One checkpoint of the default configuration ({args.env_id}, replay of {args.buffer_size:,} steps) is "
+            f"{size / 1e6:.0f} MB and takes {result['median_write_s']:.2f} s to write (median of {len(times)}, "
+            f"longest {result['max_write_s']:.2f} s). Machine: {meta['machine']}. Commit: {meta['commit']}. "
+            f"Command: `{meta['command']}`.")
+    with open(os.path.join(out, "checkpoint_cost.md"), "w") as f:
+        f.write(text + "\n")
+    print(text)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
@@ -288,6 +330,8 @@ def main():
     parser.add_argument("--compare", metavar="REV", help="only the learner and acting speed of REV against the "
                         "working tree, alternating processes")
     parser.add_argument("--repeats", type=int, default=3, help="--compare: processes per side")
+    parser.add_argument("--checkpoint-cost", action="store_true", help="only the size and write time of a "
+                        "checkpoint at the default configuration (--iterations checkpoints)")
     parser.add_argument("--out", default="docs/benchmark/muzero_minatar")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one setting, print JSON
     parser.add_argument("--source", help=argparse.SUPPRESS)  # internal: directory of the muzero_minatar.py to time
@@ -299,11 +343,15 @@ def main():
     from minatar_results import git_commit, machine_line  # benchmark/ is on the path: this file runs as a script
 
     # the commit is taken before measuring: the code the measurements run
-    command = "python benchmark/muzero_minatar_speed.py" + (f" --compare {a.compare} --repeats {a.repeats}"
-                                                            if a.compare else "")
+    command = "python benchmark/muzero_minatar_speed.py" + (
+        f" --compare {a.compare} --repeats {a.repeats}" if a.compare else
+        f" --checkpoint-cost --iterations {a.iterations}" if a.checkpoint_cost else "")
     meta = {"machine": machine_line(), "commit": git_commit(a.out), "command": command}
     if a.compare:
         compare(a.compare, a.repeats, a.out, meta)
+        return
+    if a.checkpoint_cost:
+        checkpoint_cost(a.iterations, a.out, meta)
         return
     results = []
     for name in a.settings:
