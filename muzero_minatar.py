@@ -783,7 +783,7 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
         value_prediction = scalar(value_logits)
         policy_loss = cross_entropy(t.policies[:, 0], policy_logits)
         value_loss = cross_entropy(scalar_to_categorical(t.values[:, 0], S), value_logits)
-        reward_loss, reward_errors = 0.0, []
+        reward_loss, reward_predictions = 0.0, []
         for k in range(1, K + 1):
             x = scale_gradient(x, 0.5)  # halve the gradient entering each dynamics call
             x, reward_logits = net.apply(params, x, t.actions[:, k - 1], method=MuZeroNet.dynamics)
@@ -793,7 +793,7 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
             policy_loss += cross_entropy(t.policies[:, k], policy_logits) / K
             value_loss += cross_entropy(scalar_to_categorical(t.values[:, k], S), value_logits) / K
             reward_loss += cross_entropy(scalar_to_categorical(t.rewards[:, k - 1], S), reward_logits)
-            reward_errors.append(jnp.abs(scalar(reward_logits) - t.rewards[:, k - 1]))
+            reward_predictions.append(scalar(reward_logits))
         # self-consistency: projected x^1_t towards the (stop-gradient, target-network) x^0_{t+1}
         projected = net.apply(params, x_one, method=MuZeroNet.project).reshape(x_one.shape[0], -1)
         x_next = jax.lax.stop_gradient(
@@ -803,7 +803,8 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
                       + args.consistency_coef * consistency_loss)
         l2 = sum(jnp.sum(p**2) for p in jax.tree.leaves(params))
         loss = jnp.mean(weights * per_sample) + args.l2_coef * l2
-        rewarding = (t.rewards != 0).T  # (K, B), as the stacked reward errors
+        reward_errors = jnp.abs(jnp.stack(reward_predictions, axis=1) - t.rewards)  # (B, K), as t.rewards
+        rewarding = t.rewards != 0
         metrics = {
             "losses/total_loss": loss,
             "losses/policy_loss": jnp.mean(policy_loss),
@@ -815,8 +816,8 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
             "losses/value_prediction": jnp.mean(value_prediction),
             "losses/value_error": jnp.mean(jnp.abs(value_prediction - t.values[:, 0])),
             # |predicted - observed reward| over the unrolled steps, apart on steps with and without reward
-            "losses/reward_error_rewarding": masked_mean(jnp.stack(reward_errors), rewarding),
-            "losses/reward_error_other": masked_mean(jnp.stack(reward_errors), ~rewarding),
+            "losses/reward_error_rewarding": masked_mean(reward_errors, rewarding),
+            "losses/reward_error_other": masked_mean(reward_errors, ~rewarding),
             "losses/rewarding_share": jnp.mean(rewarding),
             "losses/importance_weight": jnp.mean(weights),
         }
@@ -1114,11 +1115,13 @@ def main(args: Args):
         wandb_id = wandb.run.id  # kept in checkpoints: a resumed run continues the same W&B run
     # a resumed run continues the same TensorBoard stream: events the stopped run logged after its
     # checkpoint are dropped (purge_step), so the stream reads as one uninterrupted run
-    writer = SummaryWriter(run_dir, purge_step=checkpoint["global_step"] + 1 if checkpoint else None)
+    steps_per_iteration = args.num_envs * args.num_steps
+    resumed_at = checkpoint["iteration"] * steps_per_iteration if checkpoint else 0  # environment steps
+    writer = SummaryWriter(run_dir, purge_step=resumed_at + 1 if checkpoint else None)
     if checkpoint is None:
         writer.add_text("hyperparameters", "|param|value|\n|-|-|\n%s" % "\n".join(
             [f"|{key}|{value}|" for key, value in vars(args).items()]))
-    print(f"run: {run_dir}{' (resumed at step %d)' % checkpoint['global_step'] if checkpoint else ''}\n"
+    print(f"run: {run_dir}{' (resumed at step %d)' % resumed_at if checkpoint else ''}\n"
           f"watch it: tensorboard --logdir runs", flush=True)
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -1143,13 +1146,12 @@ def main(args: Args):
     lookahead = args.unroll_steps + args.td_steps
     replay = Replay(args.buffer_size // S, S, L, lookahead, probe.obs_shape, probe.num_actions, args.sampling,
                     args.priority_exponent, args.priority_epsilon, args.seed)
-    steps_per_iteration = args.num_envs * S
     every_position = np.divmod(np.arange(steps_per_iteration), S)  # (segment, position) of each new step
     num_iterations = args.total_timesteps // steps_per_iteration
 
     # learner counters, and the parameters the actor acts with at its next two iterations (Cleanba:
     # iteration k uses those put after the learner's iteration k-2; the initial ones for k <= 2)
-    progress = dict(iteration=0, global_step=0, sample_credit=0.0, num_updates=0, next_eval=args.eval_interval,
+    progress = dict(iteration=0, sample_credit=0.0, num_updates=0, next_eval=args.eval_interval,
                     eval_return=float("nan"), train_returns=[], metrics={})
     acting_params = [state.params, state.params]
     snapshot = None
@@ -1186,8 +1188,7 @@ def main(args: Args):
             if isinstance(rollout, BaseException):
                 raise RuntimeError("the actor thread failed") from rollout
             learn_start = time.time()
-            p["global_step"] += steps_per_iteration
-            global_step = p["global_step"]
+            global_step = iteration * steps_per_iteration
             windows = gather_windows(rollout.segments, *every_position, replay.window)
             priorities = np.asarray(priority_fn(windows)).reshape(args.num_envs, S)
             replay.add(rollout.segments, priorities)
