@@ -144,6 +144,9 @@ class Args:
     """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank)"""
     priority_epsilon: float = 1e-3
     """added to |v* - G^N| so no position has probability zero (proportional sampling)"""
+    importance_exponent: float = 1.0
+    """beta: samples are weighted by (1 / (N P(i)))^beta; 1 undoes the sampling bias in the gradient
+    (MuZero), 0 keeps it (prioritized replay anneals beta from 0.4 to 1)"""
     learning_starts: int = 2_000
     """environment steps stored in replay before the first update"""
 
@@ -673,20 +676,21 @@ def sampling_probabilities(priorities: np.ndarray, valid: np.ndarray, mode: str,
     return p / p.sum()
 
 
-def importance_weights(probs: np.ndarray, num_valid: int):
-    """rho_i = 1 / (N * P(i))."""
-    return 1.0 / (num_valid * probs)
+def importance_weights(probs: np.ndarray, num_valid: int, beta: float = 1.0):
+    """rho_i = (1 / (N * P(i)))^beta."""
+    return (1.0 / (num_valid * probs)) ** beta
 
 
 class Replay:
     def __init__(self, capacity: int, segment_steps: int, history_length: int, lookahead: int,
-                 obs_shape, num_actions: int, mode: str, alpha: float, eps: float, seed: int):
+                 obs_shape, num_actions: int, mode: str, alpha: float, eps: float, seed: int,
+                 beta: float = 1.0):
         self.L, self.S = history_length, segment_steps
         self.window = history_length + lookahead + 1
         self.storage = empty_segments(capacity, history_length + segment_steps + lookahead, obs_shape, num_actions)
         self.priorities = np.zeros((capacity, segment_steps), np.float32)
         self.capacity, self.next, self.size = capacity, 0, 0
-        self.mode, self.alpha, self.eps = mode, alpha, eps
+        self.mode, self.alpha, self.eps, self.beta = mode, alpha, eps, beta
         self.rng = np.random.default_rng(seed)
         self.probs = None
 
@@ -727,7 +731,7 @@ class Replay:
         flat = self.rng.choice(self.probs.size, size=batch_size, p=self.probs)
         seg, pos = np.divmod(flat, self.S)
         batch = gather_windows(self.storage, seg, pos, self.window)
-        return batch, importance_weights(self.probs[flat], self.num_valid).astype(np.float32)
+        return batch, importance_weights(self.probs[flat], self.num_valid, self.beta).astype(np.float32)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1145,7 +1149,7 @@ def main(args: Args):
     L, S = args.history_length, args.num_steps
     lookahead = args.unroll_steps + args.td_steps
     replay = Replay(args.buffer_size // S, S, L, lookahead, probe.obs_shape, probe.num_actions, args.sampling,
-                    args.priority_exponent, args.priority_epsilon, args.seed)
+                    args.priority_exponent, args.priority_epsilon, args.seed, args.importance_exponent)
     every_position = np.divmod(np.arange(steps_per_iteration), S)  # (segment, position) of each new step
     num_iterations = args.total_timesteps // steps_per_iteration
 

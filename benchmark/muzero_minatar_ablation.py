@@ -32,8 +32,17 @@ LEVERS = {  # name: flags added to muzero_minatar.py's defaults
     "target_bootstrap": ["--value-bootstrap", "target_network"],
     "replay_ratio_4": ["--replay-ratio", "4"],
     "reward_loss_mean": ["--reward-coef", "0.2"],  # the reward loss averaged over K = 5 like value and policy
+    "prioritized": ["--sampling", "proportional"],  # P ~ |v* - G^N|, bias undone by importance weights
+    # windows with a reward within N steps drawn ~8x as often as the rest, the bias kept: the reward
+    # head sees rewarding steps often enough to learn them (Asterix: 0.65% of steps reward)
+    "reward_focused_replay": ["--sampling", "proportional", "--priority-epsilon", "0.1", "--importance-exponent", "0"],
+    "batch_128": ["--batch-size", "128"],  # twice the updates for the same samples
 }
 KEYS = ["lever", "env_id", "seed", "frames"]
+# last logged value of each, kept per run (with the min and final search-policy entropy): what the
+# diagnosis of the Asterix stall looked at (rewards never predicted, search policy collapsing)
+DIAGNOSTICS = ["losses/reward_error_rewarding", "losses/reward_error_other", "losses/rewarding_share",
+               "losses/value_error"]
 
 
 def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episodes: int, out: str, jobs: int,
@@ -58,10 +67,13 @@ def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episo
     events.Reload()
     evals = events.Scalars("charts/eval_episodic_return")
     train = [e.value for e in events.Scalars("charts/episodic_return") if e.step > 0.7 * evals[-1].step]
+    entropy = [e.value for e in events.Scalars("charts/policy_entropy")]
+    last = {k: events.Scalars(k)[-1].value for k in DIAGNOSTICS}
     row = {"lever": lever, "env_id": env_id, "seed": seed, "frames": evals[-1].step,
            "eval_return": evals[-1].value, "eval_episodes": eval_episodes,
            "train_return_last_30pct": sum(train) / len(train) if train else float("nan"),
            "updates": events.Scalars("charts/num_updates")[-1].value, "wall_time_min": round(wall / 60, 1),
+           "policy_entropy_min": min(entropy), "policy_entropy_final": entropy[-1], **last,
            "parallel_jobs": jobs, "flags": " ".join(LEVERS[lever]), "commit": commit, "machine": machine_line(),
            "run_name": os.path.basename(run_dir)}
     print(f"{lever} {env_id} seed {seed}: eval {row['eval_return']:.2f} train {row['train_return_last_30pct']:.2f} "

@@ -210,6 +210,8 @@ def test_sampling_probabilities_and_importance_weights():
     raw = 1 / np.array([3.0, 1.0, 4.0, 2.0])  # ranks by priority: 2.0 -> 1, 1.0 -> 2, 0.5 -> 3, 0.0 -> 4
     np.testing.assert_allclose(p[:4], raw / raw.sum())
     np.testing.assert_allclose(m.importance_weights(p[:4], 4), 1 / (4 * p[:4]))
+    np.testing.assert_allclose(m.importance_weights(p[:4], 4, 0.5), (1 / (4 * p[:4])) ** 0.5)
+    np.testing.assert_allclose(m.importance_weights(p[:4], 4, 0.0), 1.0)
 
 
 def test_replay_samples_by_priority_and_evicts_oldest():
