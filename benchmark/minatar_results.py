@@ -46,11 +46,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def git_commit(out: str) -> str:
     """The checked-out commit, with "+changes" if anything but the benchmark's own output folder `out`
-    differs from it (a run's uncommitted results must not mark the next run's code as changed)."""
+    differs from it (a run's uncommitted results must not mark the next run's code as changed; untracked
+    files, such as a worktree's link to a virtual environment, do not count)."""
     def git(*args):
         return subprocess.run(["git", *args], capture_output=True, text=True, cwd=REPO, check=True).stdout.strip()
     out = os.path.relpath(os.path.abspath(out), REPO)
-    changed = git("status", "--porcelain", "--", ".", *([] if out.startswith("..") else [f":(exclude){out}"]))
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", *([] if out.startswith("..") else [f":(exclude){out}"]))
     return git("rev-parse", "--short", "HEAD") + ("+changes" if changed else "")
 
 

@@ -106,10 +106,18 @@ def store(new: pd.DataFrame, path: str):
     new.sort_values(KEYS, kind="stable").to_csv(path, index=False)
 
 
+def diagnostic(base: pd.DataFrame, lever: pd.DataFrame, column: str) -> str:
+    """'baseline → lever' means over seeds, or '–' where a side's runs predate the column."""
+    if column not in base or base[column].isna().any() or lever[column].isna().any():
+        return "–"
+    return f"{base[column].mean():.2f} → {lever[column].mean():.2f}"
+
+
 def report(out: str):
     runs = pd.read_csv(os.path.join(out, "ablation.csv"))
     rows = ["| lever | flags | game | seeds | frames | baseline eval → lever eval | baseline train → lever train "
-            "| wall time (min, jobs in parallel) |", "|---|---|---|---|---|---|---|---|"]
+            "| reward error on rewarding steps | min policy entropy | wall time (min, jobs in parallel) |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     base = runs[runs.lever == "baseline"]
     for (lever, env_id, frames), group in runs[runs.lever != "baseline"].groupby(["lever", "env_id", "frames"]):
         b = base[(base.env_id == env_id) & (base.frames == frames) & base.seed.isin(group.seed)]
@@ -120,11 +128,15 @@ def report(out: str):
         rows.append(f"| {lever} | `{g['flags'].iloc[0] if isinstance(g['flags'].iloc[0], str) else ''}` | {env_id} | "
                     f"{', '.join(map(str, seeds))} | {frames:,} | {b.eval_return.mean():.2f} → {g.eval_return.mean():.2f} | "
                     f"{b.train_return_last_30pct.mean():.2f} → {g.train_return_last_30pct.mean():.2f} | "
+                    f"{diagnostic(b, g, 'losses/reward_error_rewarding')} | {diagnostic(b, g, 'policy_entropy_min')} | "
                     f"{b.wall_time_min.mean():.1f} → {g.wall_time_min.mean():.1f} ({g.parallel_jobs.max()}) |")
     rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}. "
              "Returns are means over the seeds listed; eval: the final evaluation "
              f"({', '.join(map(str, runs.eval_episodes.unique()))} episodes, evaluation planner); train: training "
-             "episodes ending in the last 30% of the frames. Per-run rows: `ablation.csv`."]
+             "episodes ending in the last 30% of the frames; reward error: the last logged "
+             "`losses/reward_error_rewarding`; min policy entropy: the lowest `charts/policy_entropy` of the run "
+             "(uniform over Asterix's 5 actions: 1.61); – where the runs predate these columns. Per-run rows: "
+             "`ablation.csv`."]
     with open(os.path.join(out, "ablation.md"), "w") as f:
         f.write("\n".join(rows) + "\n")
     print("\n".join(rows))
