@@ -40,6 +40,10 @@ LEVERS = {  # name: flags added to muzero_minatar.py's defaults
     # batch on this CPU: 64, 128 and 256 all ran at the same samples/s)
     "batch_128": ["--batch-size", "128"],
     "batch_64": ["--batch-size", "64"],
+    # both at once, the reward focus ~10x stronger (eps 0.01): can the RL loop learn Asterix's reward at all
+    # when rewarding windows dominate the batches (the supervised check needed ~25% of a batch)?
+    "batch_64_strong_reward_focus": ["--batch-size", "64", "--sampling", "proportional", "--priority-epsilon", "0.01",
+                                     "--importance-exponent", "0"],
 }
 KEYS = ["lever", "env_id", "seed", "frames"]
 # last logged value of each, kept per run (with the min and final search-policy entropy): what the
