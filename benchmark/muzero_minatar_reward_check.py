@@ -48,6 +48,7 @@ def play_randomly(env_id: str, num_envs: int, steps: int, seed: int) -> dict:
 
 
 def main(a):
+    commit = git_commit(a.out)  # at the start: the code that runs, not what HEAD is when it ends
     args = m.Args(env_id=a.env_id)
     L, S = args.history_length, args.support_size
     data = play_randomly(a.env_id, a.num_envs, a.steps, a.seed)
@@ -111,7 +112,7 @@ def main(a):
             params, opt_state = update(params, opt_state, windows(env, c))
     out = pd.DataFrame(rows)
     share = (data["reward"] != 0).mean()
-    out["rewarding_share"], out["commit"], out["machine"] = share, git_commit(a.out), machine_line()
+    out["rewarding_share"], out["commit"], out["machine"] = share, commit, machine_line()
     os.makedirs(a.out, exist_ok=True)
     out.to_csv(os.path.join(a.out, f"reward_check_{a.env_id}.csv"), index=False)
     print(f"\n{a.env_id}: {share:.2%} of random-play steps reward; {len(train_rewarding[0])} rewarding training positions")
