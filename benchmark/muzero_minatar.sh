@@ -4,7 +4,7 @@
 # collects each run's evaluation curve into docs/benchmark/muzero_minatar/ and redraws the
 # curves and the table the docs show.
 #
-#   bash benchmark/muzero_minatar.sh                      # all 4 games x seeds 1 2
+#   bash benchmark/muzero_minatar.sh                      # all 4 games x seeds 1 2 3
 #   GAMES="Freeway" SEEDS="3" bash benchmark/muzero_minatar.sh --track
 #
 # Extra arguments are passed to every run (e.g. --track --wandb-entity me). The frame budget per
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GAMES=${GAMES:-"Asterix Breakout Freeway SpaceInvaders"}
-SEEDS=${SEEDS:-"1 2"}
+SEEDS=${SEEDS:-"1 2 3"}
 OUT=${OUT:-docs/benchmark/muzero_minatar}
 budget=()
 if [ -n "${TOTAL_TIMESTEPS:-}" ]; then budget=(--total-timesteps "$TOTAL_TIMESTEPS"); fi

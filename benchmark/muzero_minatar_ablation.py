@@ -5,13 +5,13 @@
     python benchmark/muzero_minatar_ablation.py report
 
 `run` trains every lever x game x seed (`python muzero_minatar.py --exp-name ablation-{lever}` plus the
-lever's flags, one evaluation of --eval-episodes at the end), --jobs runs at a time. What a run learns
+defaults the lever starts from and its flags, one evaluation of --eval-episodes at the end), --jobs runs at a time. What a run learns
 depends only on its flags and seed (the actor acts with parameters exactly one version behind), so
 running two at a time changes wall times, not results; the wall time column says how many shared the
 machine. Each finished run adds a row to `{out}/ablation.csv` (a rerun of the same lever, game, seed and
 budget replaces it). `report` writes `{out}/ablation.md`: per lever, game and budget, the mean over
 seeds of the final evaluation return and of the training return over the last 30% of the frames,
-beside the baseline's at the same budget and seeds.
+beside those of the lever it is compared with at the same budget and seeds.
 """
 import argparse
 import os
@@ -25,25 +25,35 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from minatar_results import REPO, git_commit, machine_line  # benchmark/ is on the path
 
-LEVERS = {  # name: flags added to muzero_minatar.py's defaults
-    "baseline": [],
-    "gumbel": ["--planner", "gumbel"],
-    "gumbel_q_in_return_units": ["--planner", "gumbel", "--no-gumbel-rescale-q"],
-    "target_bootstrap": ["--value-bootstrap", "target_network"],
-    "replay_ratio_4": ["--replay-ratio", "4"],
-    "reward_loss_mean": ["--reward-coef", "0.2"],  # the reward loss averaged over K = 5 like value and policy
-    "prioritized": ["--sampling", "proportional"],  # P ~ |v* - G^N|, bias undone by importance weights
+# muzero_minatar.py's defaults before the screen below changed them (batch 256, uniform replay). The screen's
+# levers were measured on top of them, so those runs pass them first and the lever's flags after (the last
+# value of a repeated flag wins): a rerun reproduces the screen whatever today's defaults are.
+OLD_DEFAULTS = ["--batch-size", "256", "--sampling", "uniform", "--priority-epsilon", "0.001",
+                "--importance-exponent", "1"]
+LEVERS = {  # name: (the lever it is compared with, the defaults it starts from, the flags it adds)
+    "baseline": (None, OLD_DEFAULTS, []),
+    "gumbel": ("baseline", OLD_DEFAULTS, ["--planner", "gumbel"]),
+    "gumbel_q_in_return_units": ("baseline", OLD_DEFAULTS, ["--planner", "gumbel", "--no-gumbel-rescale-q"]),
+    # P ~ |v* - G^N|, bias undone by importance weights
+    "prioritized": ("baseline", OLD_DEFAULTS, ["--sampling", "proportional"]),
     # windows with a reward within N steps drawn ~8x as often as the rest, the bias kept: the reward
     # head sees rewarding steps often enough to learn them (Asterix: 0.65% of steps reward)
-    "reward_focused_replay": ["--sampling", "proportional", "--priority-epsilon", "0.1", "--importance-exponent", "0"],
+    "reward_focused_replay": ("baseline", OLD_DEFAULTS, ["--sampling", "proportional", "--priority-epsilon", "0.1",
+                                                         "--importance-exponent", "0"]),
     # more updates for the same samples and about the same compute (the update's cost is linear in the
     # batch on this CPU: 64, 128 and 256 all ran at the same samples/s)
-    "batch_128": ["--batch-size", "128"],
-    "batch_64": ["--batch-size", "64"],
+    "batch_128": ("baseline", OLD_DEFAULTS, ["--batch-size", "128"]),
+    "batch_64": ("baseline", OLD_DEFAULTS, ["--batch-size", "64"]),
     # both at once, the reward focus ~10x stronger (eps 0.01): can the RL loop learn Asterix's reward at all
-    # when rewarding windows dominate the batches (the supervised check needed ~25% of a batch)?
-    "batch_64_strong_reward_focus": ["--batch-size", "64", "--sampling", "proportional", "--priority-epsilon", "0.01",
-                                     "--importance-exponent", "0"],
+    # when rewarding windows dominate the batches (the supervised check needed ~25% of a batch)? It did, and
+    # these are the script's defaults now: this lever and `default` run the same configuration
+    "batch_64_strong_reward_focus": ("baseline", OLD_DEFAULTS, ["--batch-size", "64", "--sampling", "proportional",
+                                                                "--priority-epsilon", "0.01", "--importance-exponent", "0"]),
+    # levers on top of today's defaults
+    "target_bootstrap": ("batch_64_strong_reward_focus", [], ["--value-bootstrap", "target_network"]),
+    "replay_ratio_4": ("batch_64_strong_reward_focus", [], ["--replay-ratio", "4"]),
+    # the reward loss averaged over K = 5 like value and policy
+    "reward_loss_mean": ("batch_64_strong_reward_focus", [], ["--reward-coef", "0.2"]),
 }
 KEYS = ["lever", "env_id", "seed", "frames"]
 # last logged value of each, kept per run (with the min and final search-policy entropy): what the
@@ -61,7 +71,7 @@ def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episo
         done = subprocess.run([sys.executable, "muzero_minatar.py", "--env-id", env_id, "--seed", str(seed),
                                "--exp-name", exp_name, "--total-timesteps", str(total_timesteps),
                                "--eval-interval", str(total_timesteps), "--eval-episodes", str(eval_episodes),
-                               *LEVERS[lever]], cwd=REPO, stdout=f, stderr=subprocess.STDOUT,
+                               *LEVERS[lever][1], *LEVERS[lever][2]], cwd=REPO, stdout=f, stderr=subprocess.STDOUT,
                               env={**os.environ, "WANDB_MODE": "disabled"})
     wall = time.time() - start
     if done.returncode != 0:
@@ -81,7 +91,7 @@ def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episo
            "train_return_last_30pct": sum(train) / len(train) if train else float("nan"),
            "updates": events.Scalars("charts/num_updates")[-1].value, "wall_time_min": round(wall / 60, 1),
            "policy_entropy_min": min(entropy), "policy_entropy_final": entropy[-1], **last,
-           "parallel_jobs": jobs, "flags": " ".join(LEVERS[lever]), "commit": commit, "machine": machine_line(),
+           "parallel_jobs": jobs, "flags": " ".join(LEVERS[lever][2]), "commit": commit, "machine": machine_line(),
            "run_name": os.path.basename(run_dir)}
     print(f"{lever} {env_id} seed {seed}: eval {row['eval_return']:.2f} train {row['train_return_last_30pct']:.2f} "
           f"({row['wall_time_min']} min)", flush=True)
@@ -119,23 +129,28 @@ def diagnostic(base: pd.DataFrame, lever: pd.DataFrame, column: str) -> str:
 
 def report(out: str):
     runs = pd.read_csv(os.path.join(out, "ablation.csv"))
-    rows = ["| lever | flags | game | seeds | frames | baseline eval → lever eval | baseline train → lever train "
-            "| reward error on rewarding steps | min policy entropy | wall time (min, jobs in parallel) |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
-    base = runs[runs.lever == "baseline"]
-    for (lever, env_id, frames), group in runs[runs.lever != "baseline"].groupby(["lever", "env_id", "frames"]):
+    rows = ["| lever | compared with | flags it adds | game | seeds | frames | eval: reference → lever "
+            "| train: reference → lever | reward error on rewarding steps | min policy entropy "
+            "| wall time (min, jobs in parallel) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (lever, env_id, frames), group in runs.groupby(["lever", "env_id", "frames"]):
+        reference = LEVERS[lever][0]
+        if reference is None:
+            continue
+        base = runs[runs.lever == reference]
         b = base[(base.env_id == env_id) & (base.frames == frames) & base.seed.isin(group.seed)]
         seeds = sorted(set(group.seed) & set(b.seed))
         b, g = b[b.seed.isin(seeds)], group[group.seed.isin(seeds)]
         if not seeds:
             continue
-        rows.append(f"| {lever} | `{g['flags'].iloc[0] if isinstance(g['flags'].iloc[0], str) else ''}` | {env_id} | "
+        rows.append(f"| {lever} | {reference} | `{g['flags'].iloc[0] if isinstance(g['flags'].iloc[0], str) else ''}` | {env_id} | "
                     f"{', '.join(map(str, seeds))} | {frames:,} | {b.eval_return.mean():.2f} → {g.eval_return.mean():.2f} | "
                     f"{b.train_return_last_30pct.mean():.2f} → {g.train_return_last_30pct.mean():.2f} | "
                     f"{diagnostic(b, g, 'losses/reward_error_rewarding')} | {diagnostic(b, g, 'policy_entropy_min')} | "
                     f"{b.wall_time_min.mean():.1f} → {g.wall_time_min.mean():.1f} ({g.parallel_jobs.max()}) |")
     rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}. "
-             "Returns are means over the seeds listed; eval: the final evaluation "
+             f"`baseline` and the levers compared with it start from the defaults before the screen "
+             f"(`{' '.join(OLD_DEFAULTS)}`), the others from today's. Returns are means over the seeds listed; eval: the final evaluation "
              f"({', '.join(map(str, runs.eval_episodes.unique()))} episodes, evaluation planner); train: training "
              "episodes ending in the last 30% of the frames; reward error: the last logged "
              "`losses/reward_error_rewarding`; min policy entropy: the lowest `charts/policy_entropy` of the run "
