@@ -527,8 +527,8 @@ class ActorState(NamedTuple):
     actions: jax.Array  # (B, L): a_{t-L..t-1}
 
 
-def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float):
-    """One jitted function per acting step: history stacking, initial inference, search, action."""
+def make_recurrent_fn(net: MuZeroNet, gamma: float):
+    """MCTX's recurrent function: one step of the learned model (dynamics, then prediction)."""
     s = net.support_size
 
     def recurrent_fn(params, rng, action, x):
@@ -540,6 +540,14 @@ def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float):
             prior_logits=policy_logits,
             value=categorical_to_scalar(jax.nn.softmax(value_logits), s))
         return out, x
+
+    return recurrent_fn
+
+
+def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float):
+    """One jitted function per acting step: history stacking, initial inference, search, action."""
+    s = net.support_size
+    recurrent_fn = make_recurrent_fn(net, gamma)
 
     @jax.jit
     def act(params, state: ActorState, obs, is_first, legal, rng):
@@ -856,6 +864,13 @@ def make_priority_fn(args: Args):
     return jax.jit(lambda window: targets_fn(window).priority)
 
 
+def add_with_priorities(replay: Replay, segments: dict, priority_fn):
+    """Stores segments in replay with the priority |v* - G^N| of each of their positions (4.3.14)."""
+    n, S = len(segments["valid"]), replay.S
+    windows = gather_windows(segments, *np.divmod(np.arange(n * S), S), replay.window)  # (segment, position) pairs
+    replay.add(segments, np.asarray(priority_fn(windows)).reshape(n, S))
+
+
 # ---------------------------------------------------------------------------------------------
 # Actor thread (Cleanba): acts with parameters exactly one version behind the learner.
 # ---------------------------------------------------------------------------------------------
@@ -1152,7 +1167,6 @@ def main(args: Args):
     lookahead = args.unroll_steps + args.td_steps
     replay = Replay(args.buffer_size // S, S, L, lookahead, probe.obs_shape, probe.num_actions, args.sampling,
                     args.priority_exponent, args.priority_epsilon, args.seed, args.importance_exponent)
-    every_position = np.divmod(np.arange(steps_per_iteration), S)  # (segment, position) of each new step
     num_iterations = args.total_timesteps // steps_per_iteration
 
     # learner counters, and the parameters the actor acts with at its next two iterations (Cleanba:
@@ -1195,9 +1209,7 @@ def main(args: Args):
                 raise RuntimeError("the actor thread failed") from rollout
             learn_start = time.time()
             global_step = iteration * steps_per_iteration
-            windows = gather_windows(rollout.segments, *every_position, replay.window)
-            priorities = np.asarray(priority_fn(windows)).reshape(args.num_envs, S)
-            replay.add(rollout.segments, priorities)
+            add_with_priorities(replay, rollout.segments, priority_fn)
 
             for ret, length in zip(rollout.episode_returns, rollout.episode_lengths):
                 writer.add_scalar("charts/episodic_return", ret, global_step)

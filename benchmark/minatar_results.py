@@ -4,14 +4,19 @@
     python benchmark/minatar_results.py report
     python benchmark/minatar_results.py random     # once: the random policy's returns, for the table
     python benchmark/minatar_results.py commit     # the commit a run starts at (printed)
+    python benchmark/minatar_results.py compare --out docs/benchmark/muzero_minatar_reanalyze \
+        --runs docs/benchmark/muzero_minatar_reanalyze/ratio_*   # variants side by side
 
 `collect` reads one run's TensorBoard events (tensorboard's EventAccumulator) and stores its
 evaluation curve in `{out}/{env_id}.csv` (one row per evaluation; a rerun of the same game and
 seed replaces the old rows) and one summary row in `{out}/runs.csv` (commit, machine, wall time).
-It also stores the returns of training episodes, averaged over bins of 20k frames, in
+It also stores the returns of training episodes, averaged over bins of 20k frames (with their mean wall-clock minute), in
 `{out}/{env_id}_train.csv`. `report` draws `{out}/{env_id}.png` (both curves: mean and min-max over
 seeds against environment frames; MinAtar has no frame skip, so frames = environment steps) and
 writes the table `{out}/results.md` and the figures' table `{out}/figures.md` that the docs include.
+`compare` puts several collected folders (one per configuration) side by side: per game, the training
+return against frames and against wall-clock minutes, and a table of final returns, wall time and
+the frames each configuration's training return needed to reach given levels.
 Only the CSVs are needed to redraw, so they are what gets committed, not the event files.
 """
 import argparse
@@ -94,8 +99,8 @@ def collect(run_dir: str, wall_time: float, out: str, commit: str | None, cpu_st
     })
     os.makedirs(out, exist_ok=True)
     replace_rows(os.path.join(out, f"{env_id}.csv"), curve, env_id, seed)
-    train = pd.DataFrame([(e.step, e.value) for e in events.Scalars("charts/episodic_return")],
-                         columns=["step", "train_return"])
+    train = pd.DataFrame([(e.step, e.value, (e.wall_time - events.FirstEventTimestamp()) / 60)
+                          for e in events.Scalars("charts/episodic_return")], columns=["step", "train_return", "minutes"])
     binned = train.groupby((train.step - 1) // TRAIN_BIN).mean().reset_index(drop=True)  # x: mean frame of the bin
     binned["step"] = binned.step.round().astype(int)
     binned.insert(0, "seed", seed)
@@ -183,15 +188,60 @@ def report(out: str):
         f.write("\n".join(figures) + "\n")
 
 
+def frames_to_reach(train: pd.DataFrame, level: float) -> float:
+    """First frame at which the mean over seeds of the binned training return is >= level (NaN: never)."""
+    mean = train.groupby("step").train_return.mean()
+    reached = mean.index[mean.values >= level]
+    return float(reached[0]) if len(reached) else float("nan")
+
+
+def compare(folders: list[str], out: str):
+    labels = [os.path.basename(os.path.normpath(f)) for f in folders]
+    runs = {label: pd.read_csv(os.path.join(f, "runs.csv")) for label, f in zip(labels, folders)}
+    games = sorted(set.intersection(*(set(r.env_id) for r in runs.values())))
+    rows = ["| game | configuration | seeds | final eval return (mean) | training return, last 50k frames | "
+            "wall time per run (min) | frames to reach a training return of: 25% / 50% / 75% of the best final one |",
+            "|---|---|---|---|---|---|---|"]
+    for env_id in games:
+        trains = {label: pd.read_csv(os.path.join(f, f"{env_id}_train.csv")) for label, f in zip(labels, folders)}
+        best = max(r[r.env_id == env_id].final_train_return_last_50k.mean() for r in runs.values())
+        levels = [best * q for q in (0.25, 0.5, 0.75)]
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.5), sharey=True)
+        for label, folder in zip(labels, folders):
+            group, train = runs[label][runs[label].env_id == env_id], trains[label]
+            mean = train.groupby("step").train_return.mean()
+            line, = axes[0].plot(mean.index, mean.values, label=f"{label} ({train.seed.nunique()} seeds)")
+            minutes = train.groupby("step").minutes.mean()  # wall-clock minutes since the run's first event
+            axes[1].plot(minutes.values, mean.values, color=line.get_color(), label=label)
+            reach = " / ".join(f"{frames_to_reach(train, v) / 1000:.0f}k" for v in levels)
+            rows.append(f"| {env_id} | {label} | {', '.join(map(str, sorted(group.seed)))} | "
+                        f"{group.final_eval_return.mean():.2f} | {group.final_train_return_last_50k.mean():.2f} | "
+                        f"{group.wall_time_min.mean():.1f} | {reach} (levels {' / '.join(f'{v:.1f}' for v in levels)}) |")
+        axes[0].set(title=f"MinAtar {env_id}: training return", xlabel="environment frames", ylabel="return")
+        axes[1].set(title="against wall time", xlabel="minutes since the start of the run (mean over seeds)")
+        axes[0].legend(fontsize="small")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, f"{env_id}_compare.png"), dpi=100)
+        plt.close(fig)
+    rows += ["", "Training return: mean over seeds of training episodes, in bins of 20k frames (training planner, "
+             "with exploration noise). Frames to reach: the first bin whose mean is at or above the level (nan: "
+             "never). Machine: " + "; ".join(sorted(set(m for r in runs.values() for m in r.machine))) + ". Commits: "
+             + ", ".join(sorted(set(c for r in runs.values() for c in r.commit))) + "."]
+    with open(os.path.join(out, "compare.md"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    print("\n".join(rows))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=["commit", "collect", "report", "random"])
+    parser.add_argument("step", choices=["commit", "collect", "report", "random", "compare"])
     parser.add_argument("--run-dir", help="collect: the run's directory under runs/")
     parser.add_argument("--wall-time", type=float, help="collect: the run's wall time in seconds")
     parser.add_argument("--commit", help="collect: the commit the run ran at (default: the newest one before "
                         "the run's start time in its name)")
     parser.add_argument("--cpu-steal", type=float, help="collect: share of the machine's CPU time the host "
                         "gave to other virtual machines during the run (/proc/stat)")
+    parser.add_argument("--runs", nargs="+", help="compare: folders written by collect, one per configuration")
     parser.add_argument("--out", default="docs/benchmark/muzero_minatar")
     a = parser.parse_args()
     if a.step == "commit":
@@ -202,5 +252,7 @@ if __name__ == "__main__":
         collect(a.run_dir, a.wall_time, a.out, a.commit, a.cpu_steal)
     elif a.step == "random":
         random_returns(a.out)
+    elif a.step == "compare":
+        compare(a.runs, a.out)
     else:
         report(a.out)

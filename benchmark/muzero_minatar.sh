@@ -9,12 +9,13 @@
 #
 # Extra arguments are passed to every run (e.g. --track --wandb-entity me). The frame budget per
 # run is the script's default --total-timesteps (300k environment steps, 20-35 min on 2 cores);
-# TOTAL_TIMESTEPS overrides it.
+# TOTAL_TIMESTEPS overrides it. SCRIPT runs a variant instead (benchmark/muzero_minatar_reanalyze.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GAMES=${GAMES:-"Asterix Breakout Freeway SpaceInvaders"}
 SEEDS=${SEEDS:-"1 2 3"}
 OUT=${OUT:-docs/benchmark/muzero_minatar}
+SCRIPT=${SCRIPT:-muzero_minatar.py}
 budget=()
 if [ -n "${TOTAL_TIMESTEPS:-}" ]; then budget=(--total-timesteps "$TOTAL_TIMESTEPS"); fi
 mkdir -p "$OUT/logs"
@@ -29,11 +30,11 @@ for env_id in $GAMES; do
     commit=$(python benchmark/minatar_results.py commit --out "$OUT")
     start=$(date +%s)
     read -r steal0 total0 < <(cpu_ticks)
-    python muzero_minatar.py --env-id "$env_id" --seed "$seed" "${budget[@]}" "$@" 2>&1 | tee "$log"
+    python "$SCRIPT" --env-id "$env_id" --seed "$seed" "${budget[@]}" "$@" 2>&1 | tee "$log"
     wall=$(( $(date +%s) - start ))
     read -r steal1 total1 < <(cpu_ticks)
     steal=$(awk -v s=$((steal1 - steal0)) -v t=$((total1 - total0)) 'BEGIN {printf "%.3f", s / t}')
-    run_dir=$(ls -td runs/"${env_id}__muzero_minatar__${seed}__"* | head -n 1)
+    run_dir=$(sed -n 's/^run: \(runs\/[^ ]*\).*/\1/p' "$log" | head -n 1)  # the script's first line names it
     python benchmark/minatar_results.py collect --run-dir "$run_dir" --wall-time "$wall" --commit "$commit" \
       --cpu-steal "$steal" --out "$OUT"
   done

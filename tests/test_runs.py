@@ -15,8 +15,10 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import muzero_minatar as m
+import muzero_minatar_reanalyze as r
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "muzero_minatar.py")
+REANALYZE_SCRIPT = os.path.join(os.path.dirname(SCRIPT), "muzero_minatar_reanalyze.py")
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 SMALL_RUN = [
     "--total-timesteps", "1536", "--num-envs", "8", "--num-steps", "32", "--learning-starts", "256",
@@ -26,14 +28,14 @@ SMALL_RUN = [
 ]
 
 
-def run(args, cwd, timeout=600):
-    return subprocess.run([sys.executable, SCRIPT, *args], cwd=cwd, env=ENV, capture_output=True, text=True,
+def run(args, cwd, timeout=600, script=SCRIPT):
+    return subprocess.run([sys.executable, script, *args], cwd=cwd, env=ENV, capture_output=True, text=True,
                           timeout=timeout)
 
 
-def field_docstrings():
+def field_docstrings(script):
     """Args field -> the docstring written under it in the source."""
-    tree = ast.parse(open(SCRIPT).read())
+    tree = ast.parse(open(script).read())
     body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Args").body
     docs = {}
     for node, nxt in zip(body, body[1:]):
@@ -42,12 +44,13 @@ def field_docstrings():
     return docs
 
 
-def test_help_documents_every_flag(tmp_path):
-    out = run(["--help"], tmp_path)
+@pytest.mark.parametrize("module", [m, r], ids=["muzero_minatar", "muzero_minatar_reanalyze"])
+def test_help_documents_every_flag(tmp_path, module):
+    out = run(["--help"], tmp_path, script=module.__file__)
     assert out.returncode == 0
-    docs = field_docstrings()
+    docs = field_docstrings(module.__file__)
     help_text = " ".join(out.stdout.split())
-    for field in dataclasses.fields(m.Args):
+    for field in dataclasses.fields(module.Args):
         assert f"--{field.name.replace('_', '-')}" in help_text
         assert docs.get(field.name), f"{field.name} has no docstring"
         assert " ".join(docs[field.name].split())[:40] in help_text, field.name
@@ -127,6 +130,50 @@ def test_capture_video_writes_an_evaluation_gif(two_runs):
     with Image.open(gifs[0]) as gif:
         assert gif.size == (160, 160)
         assert gif.n_frames >= 2  # an episode of at least two observations
+
+
+# what a run computes (not how long it took): two runs that log the same values here ran the same
+RUN_TAGS = ("losses/", "charts/episodic_return", "charts/episodic_length", "charts/eval_episodic_return",
+            "charts/num_updates", "charts/root_value", "charts/policy_entropy", "stats/replay_size")
+
+
+@pytest.fixture(scope="module")
+def reanalyze_runs(tmp_path_factory):
+    """muzero_minatar_reanalyze.py on the small run at reanalyze ratios 0 and 0.5."""
+    dirs = {}
+    for ratio in ("0", "0.5"):
+        d = tmp_path_factory.mktemp(f"reanalyze{ratio}")
+        out = run([*SMALL_RUN, "--reanalyze-ratio", ratio], d, script=REANALYZE_SCRIPT)
+        assert out.returncode == 0, out.stderr[-3000:]
+        (dirs[ratio],) = glob.glob(str(d / "runs" / "*"))
+    return dirs
+
+
+def test_reanalyze_ratio_0_is_muzero_minatar(two_runs, reanalyze_runs):
+    (reference,) = glob.glob(str(two_runs[0] / "runs" / "*"))
+    variant = scalars(reanalyze_runs["0"], RUN_TAGS + ("charts/reanalysed_positions", "reanalyze/"))
+    assert [v for _, v in variant.pop("charts/reanalysed_positions")] == [0.0] * 6
+    assert variant == scalars(reference, RUN_TAGS)  # every value the base script logs, bit for bit
+
+
+def test_reanalyze_ratio_half_doubles_the_generated_targets(reanalyze_runs):
+    base, half = (scalars(reanalyze_runs[k], ("charts/", "reanalyze/")) for k in ("0", "0.5"))
+    # 8 environments: 8 reanalysed segments join the 8 played ones each iteration once learning starts, and
+    # updates follow all of them (thesis 5.5), so the run makes twice the updates for the same frames
+    assert half["charts/num_updates"][-1][1] == 2 * base["charts/num_updates"][-1][1] == 160
+    reanalysed = [v for _, v in half["charts/reanalysed_positions"]]
+    assert reanalysed[0] == 0 < reanalysed[1] and all(b > a for a, b in zip(reanalysed[1:], reanalysed[2:]))
+    assert reanalysed[-1] <= 5 * 8 * (32 + 15)  # at most every step of 8 segments after their history, 5 times
+    changes = [v for _, v in half["reanalyze/value_change"]]
+    assert len(changes) == 5 and all(np.isfinite(changes)) and max(changes) > 0  # newer parameters, new values
+    ages = [v for _, v in half["reanalyze/targets_age_updates"]]
+    assert all(0 <= a <= 160 for a in ages) and ages[-1] > 0
+
+
+def test_reanalyze_ratio_must_leave_frames_to_play(tmp_path):
+    out = run(["--reanalyze-ratio", "1"], tmp_path, timeout=120, script=REANALYZE_SCRIPT)
+    assert out.returncode == 2 and "--reanalyze-ratio" in out.stderr and "Traceback" not in out.stderr
+    assert not os.path.exists(tmp_path / "runs")
 
 
 def test_same_seed_same_logs(two_runs):
@@ -213,9 +260,7 @@ def killed_and_resumed(tmp_path_factory, two_runs):
 def test_resume_after_kill_is_identical_to_an_uninterrupted_run(two_runs, killed_and_resumed):
     run_dir, _ = killed_and_resumed
     (reference,) = glob.glob(str(two_runs[0] / "runs" / "*"))
-    tags = ("losses/", "charts/episodic_return", "charts/episodic_length", "charts/eval_episodic_return",
-            "charts/num_updates", "charts/root_value", "charts/policy_entropy", "stats/replay_size")
-    resumed, uninterrupted = scalars(run_dir, tags), scalars(reference, tags)
+    resumed, uninterrupted = scalars(run_dir, RUN_TAGS), scalars(reference, RUN_TAGS)
     assert len(resumed["losses/total_loss"]) == 5 and len(resumed["charts/eval_episodic_return"]) == 2
     assert resumed == uninterrupted  # every step once (the killed run's events after its checkpoint are purged)
     _, _, params = m.load_model(glob.glob(os.path.join(run_dir, "*.muzero_model"))[0])

@@ -1,0 +1,93 @@
+"""Reanalyze (muzero_minatar_reanalyze.py, thesis 4.3.10): what a refreshed segment holds."""
+import os
+import queue
+import subprocess
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import muzero_minatar_reanalyze as r
+from test_components import TINY
+
+DIFF = "docs/benchmark/muzero_minatar_reanalyze/filediff.diff"  # shown on the docs page
+
+
+@pytest.fixture(scope="module")
+def played():
+    """One actor iteration of Breakout (2 environments, 16 steps) played with random network weights and
+    no root noise, in a replay; the reanalyze planner set to the training one."""
+    args = r.Args(**TINY, num_envs=2, num_steps=16, dirichlet_fraction=0.0, reanalyze_pb_c_init=2.25,
+                  reanalyze_num_simulations=8)
+    env = r.MinAtarVecEnv("Breakout", 1, seed=0, sticky_action_prob=0.0)
+    net = r.make_network(args, env.num_actions)
+    params = r.init_params(net, args, jax.random.PRNGKey(0))
+    leaves, tree = jax.tree.flatten(params)  # random heads: predictions differ between states, no ties
+    keys = jax.random.split(jax.random.PRNGKey(1), len(leaves))
+    params = jax.tree.unflatten(tree, [x + 0.3 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys)])
+    train, _, reanalyze = r.planner_configs(args)
+    rollouts = queue.Queue()
+    r.actor_loop(args, r.make_act_fn(net, train, args.gamma), params, [], queue.Queue(), rollouts, lambda: True,
+                 1, 1, jax.random.PRNGKey(2))
+    rollout = rollouts.get_nowait()
+    assert not isinstance(rollout, BaseException), rollout
+    replay = r.Replay(2, args.num_steps, args.history_length, args.unroll_steps + args.td_steps, env.obs_shape,
+                      env.num_actions, "uniform", 1.0, 0.0, seed=0)
+    r.add_with_priorities(replay, rollout.segments, r.make_priority_fn(args))
+    return args, env, net, params, replay, r.make_reanalyze_fn(net, reanalyze, args)
+
+
+def reanalyse_both(played, params):
+    """Both stored segments reanalysed with `params`, in storage order, and the stored ones."""
+    args, env, _, _, replay, reanalyze_fn = played
+    stored = {k: v.copy() for k, v in replay.storage.items()}
+    segments, positions, stats = r.reanalyze_segments(replay, reanalyze_fn, params, 2, env.legal_actions,
+                                                      jax.random.PRNGKey(3), version=7)
+    order = [next(j for j in range(2) if np.array_equal(stored["obs"][j], segments["obs"][i])) for i in range(2)]
+    segments = {k: v[np.argsort(order)] for k, v in segments.items()}
+    return stored, segments, positions, stats
+
+
+def test_reanalysing_with_the_playing_parameters_reproduces_the_stored_targets(played):
+    args, _, _, params, _, _ = played
+    stored, new, positions, stats = reanalyse_both(played, params)
+    valid = stored["valid"]
+    assert positions == valid.sum() == 2 * args.num_steps  # every played step has its history in the segment
+    np.testing.assert_allclose(new["value"][valid], stored["value"][valid], atol=1e-4)
+    np.testing.assert_allclose(new["policy"][valid], stored["policy"][valid], atol=1e-6)
+    assert np.abs(stored["value"][valid]).max() > 0.1  # random weights: values that could have differed
+    for k in ("obs", "action", "reward", "is_first", "is_last", "valid"):  # the played trajectory stays
+        np.testing.assert_array_equal(new[k], stored[k])
+    assert stats["reanalyze/value_change"] < 1e-4 and abs(stats["reanalyze/policy_kl"]) < 1e-4
+    assert (new["made_at"] == 7).all() and stats["reanalyze/targets_age_updates"] == 7
+
+
+def test_refreshed_values_move_to_the_model_values(played):
+    """A hand-written model: value 3 everywhere, reward 0. The search then values every root between 3 (the
+    root's own value) and 3 x 0.997^8 (a leaf 8 simulations deep), whatever the stored searches said."""
+    args, _, _, params, _, _ = played
+    z = 2 * args.support_size + 1
+    logits = jnp.log(r.scalar_to_categorical(jnp.float32(3.0), args.support_size) + 1e-12)
+    hand = jax.tree.map(lambda x: x, params)
+    inner = hand["params"]
+    inner["value_head"] = {**inner["value_head"], "Dense_1": {"kernel": jnp.zeros((args.head_hidden, z)), "bias": logits}}
+    inner["reward_head"] = {**inner["reward_head"], "Dense_1": {"kernel": jnp.zeros((args.head_hidden, z)),
+                                                                "bias": jnp.zeros(z)}}
+    stored, new, _, stats = reanalyse_both(played, hand)
+    valid = stored["valid"]
+    assert np.abs(stored["value"][valid] - 3.0).mean() > 0.5
+    assert np.all((new["value"][valid] >= 3 * args.gamma ** args.reanalyze_num_simulations - 1e-4)
+                  & (new["value"][valid] <= 3 + 1e-4))
+    assert stats["reanalyze/value_change"] > 0.5
+
+
+def test_docs_show_the_current_filediff():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    names = ["muzero_minatar.py", "muzero_minatar_reanalyze.py"]
+    diff = subprocess.run(["diff", "-u", "--label", names[0], "--label", names[1], *names], cwd=root,
+                          capture_output=True, text=True).stdout
+    with open(os.path.join(root, DIFF)) as f:
+        assert f.read() == diff, f"regenerate it: diff -u --label {names[0]} --label {names[1]} {' '.join(names)} > {DIFF}"
+    changed = [line for line in diff.splitlines()[2:] if line[:1] in "+-"]
+    assert len(changed) <= 150  # the issue's bound: the diff holds reanalyze and nothing else
