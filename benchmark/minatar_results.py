@@ -200,11 +200,12 @@ def compare(folders: list[str], out: str):
     runs = {label: pd.read_csv(os.path.join(f, "runs.csv")) for label, f in zip(labels, folders)}
     games = sorted(set.intersection(*(set(r.env_id) for r in runs.values())))
     rows = ["| game | configuration | seeds | final eval return (mean) | training return, last 50k frames | "
-            "wall time per run (min) | frames to reach a training return of: 25% / 50% / 75% of the best final one |",
+            "wall time per run (min) | frames to reach a training return of 25% / 50% / 75% of the best last one |",
             "|---|---|---|---|---|---|---|"]
     for env_id in games:
         trains = {label: pd.read_csv(os.path.join(f, f"{env_id}_train.csv")) for label, f in zip(labels, folders)}
-        best = max(r[r.env_id == env_id].final_train_return_last_50k.mean() for r in runs.values())
+        # the best configuration's training return at its last bin (Freeway: no episode ends in the last 50k)
+        best = max(t.groupby("step").train_return.mean().iloc[-1] for t in trains.values())
         levels = [best * q for q in (0.25, 0.5, 0.75)]
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.5), sharey=True)
         for label, folder in zip(labels, folders):
@@ -213,7 +214,7 @@ def compare(folders: list[str], out: str):
             line, = axes[0].plot(mean.index, mean.values, label=f"{label} ({train.seed.nunique()} seeds)")
             minutes = train.groupby("step").minutes.mean()  # wall-clock minutes since the run's first event
             axes[1].plot(minutes.values, mean.values, color=line.get_color(), label=label)
-            reach = " / ".join(f"{frames_to_reach(train, v) / 1000:.0f}k" for v in levels)
+            reach = " / ".join(f"{f / 1000:.0f}k" if f == f else "never" for f in (frames_to_reach(train, v) for v in levels))
             rows.append(f"| {env_id} | {label} | {', '.join(map(str, sorted(group.seed)))} | "
                         f"{group.final_eval_return.mean():.2f} | {group.final_train_return_last_50k.mean():.2f} | "
                         f"{group.wall_time_min.mean():.1f} | {reach} (levels {' / '.join(f'{v:.1f}' for v in levels)}) |")
