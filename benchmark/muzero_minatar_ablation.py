@@ -46,7 +46,7 @@ LEVERS = {  # name: (the lever it is compared with, the defaults it starts from,
     "batch_64": ("baseline", OLD_DEFAULTS, ["--batch-size", "64"]),
     # both at once, the reward focus ~10x stronger (eps 0.01): can the RL loop learn Asterix's reward at all
     # when rewarding windows dominate the batches (the supervised check needed ~25% of a batch)? It did, and
-    # these are the script's defaults now: this lever and `default` run the same configuration
+    # these are the script's defaults now: this lever runs today's defaults, and the levers below compare with it
     "batch_64_strong_reward_focus": ("baseline", OLD_DEFAULTS, ["--batch-size", "64", "--sampling", "proportional",
                                                                 "--priority-epsilon", "0.01", "--importance-exponent", "0"]),
     # levers on top of today's defaults
