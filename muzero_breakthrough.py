@@ -1,0 +1,1377 @@
+"""MuZero for the board game Breakthrough (OpenSpiel, 5x5) in one file: self-play with one network.
+
+This is muzero_minatar.py with two players: the player to move as an input plane, negamax search
+(MCTX discount -gamma), targets from each step's own mover, and evaluation matches against a random
+player and OpenSpiel's MCTSBot (MooZi thesis 4.3.6-4.3.7, 5.7-5.8). Everything else is unchanged.
+Read top to bottom: Args (every flag, thesis value in its docstring), the environment bridge with the
+dummy action (MooZi thesis 4.3.1-4.3.3), history stacking and the categorical value transform
+(4.3.4, 2.8.6), the flax networks h, g, f and the projection (4.3.5), the MCTX planner (4.3.6),
+training targets (4.3.7), segment replay with prioritized sampling (4.3.14), loss and update
+(4.3.8-4.3.9), the actor thread and the learner loop (Cleanba: the actor acts with parameters exactly
+one version behind the learner, so a run's data is fixed by its seed).
+"""
+import copy
+import json
+import os
+import pickle
+import queue
+import random
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from functools import partial
+from typing import Literal, NamedTuple
+
+# XLA's CPU backend hands fused groups of small ops to YNNPACK by default; for this network's 16-channel
+# convolutions on a 10x10 board that makes the learner's update about 1.3x slower (docs: Speed). A user's
+# own XLA_FLAGS come after ours and win. The flag only concerns the CPU backend.
+os.environ["XLA_FLAGS"] = "--xla_cpu_experimental_ynn_fusion_type= " + os.environ.get("XLA_FLAGS", "")
+
+import flax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+import optax
+import pyspiel
+import tyro
+from open_spiel.python.algorithms import mcts
+from tensorboardX import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment: fixes environments, network initialisation, search noise and replay sampling"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "muzero-jax"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """if toggled, the first game of every evaluation against MCTSBot is saved as a GIF in `videos/{run_name}/`"""
+    save_model: bool = False
+    """if toggled, parameters and args are saved to `runs/{run_name}/` at the end of training (and, if the run
+    stops with an error, the parameters it has by then)"""
+    checkpoint_interval: int = 50_000
+    """environment steps between checkpoints (`runs/{run_name}/checkpoint.pkl`, replaced atomically): everything
+    the run needs to continue exactly as if it had not stopped; the parameters of each are also kept as
+    `runs/{run_name}/models/step_{step}.muzero_model`, for a tournament among them (0: no checkpoints)"""
+    resume: str | None = None
+    """a run directory `runs/{run_name}` to continue from its checkpoint, with the same flags; the run goes on in
+    that directory and TensorBoard stream and ends exactly as it would have without stopping"""
+
+    # Environment (4.3.1-4.3.2)
+    env_id: Literal["breakthrough"] = "breakthrough"
+    """the OpenSpiel game"""
+    board_size: int = 5
+    """rows and columns of the board, OpenSpiel's breakthrough(rows=n,columns=n) (thesis: 5)"""
+    total_timesteps: int = 300_000
+    """total environment steps (plies, both players' moves) taken by the actor, summed over all games"""
+    num_envs: int = 32
+    """games played as one batch, both sides by the one network (each restarts when it ends)"""
+    num_steps: int = 32
+    """steps per game per actor iteration; also the length of one replay segment"""
+
+    # Inputs and network (4.3.3-4.3.5, 5.1.2)
+    history_length: int = 4
+    """L: frames and actions stacked as the representation input (thesis: 4)"""
+    channels: int = 16
+    """channels of the residual tower (thesis: 32; 16 is 2-3x faster on a 2-core CPU)"""
+    repr_blocks: int = 2
+    """residual blocks in the representation function (thesis: 6; 2 keeps a CPU run fast)"""
+    dyn_blocks: int = 1
+    """residual blocks in the dynamics function (thesis MinAtar: 2, Breakthrough: 6)"""
+    pred_blocks: int = 1
+    """residual blocks in the prediction function (thesis: 1)"""
+    head_hidden: int = 64
+    """hidden width of the value, reward and policy heads (thesis: 128)"""
+    support_size: int = 30
+    """value and reward are categorical over the integers [-support_size, support_size] (thesis: 30)"""
+
+    # Planner (4.3.6, Table 5.1)
+    planner: Literal["muzero", "gumbel"] = "muzero"
+    """`muzero`: mctx.muzero_policy (PUCT with Dirichlet noise, as the thesis); `gumbel`: mctx.gumbel_muzero_policy"""
+    num_simulations: int = 8
+    """simulations per acting step in training (thesis: 25; 8 leaves the 2-core CPU to the learner, the bottleneck)"""
+    eval_num_simulations: int = 16
+    """simulations per acting step in evaluation (thesis: 40)"""
+    pb_c_init: float = 2.25
+    """c1 of PUCT in training (muzero planner only; thesis: 2.25)"""
+    eval_pb_c_init: float = 1.75
+    """c1 of PUCT in evaluation (muzero planner only; thesis: 1.75)"""
+    pb_c_base: float = 19652.0
+    """c2 of PUCT (muzero planner only; thesis: 19652)"""
+    temperature: float = 1.0
+    """visit-count temperature for choosing the action in training (muzero planner only; thesis: 1.0)"""
+    eval_temperature: float = 0.25
+    """visit-count temperature in evaluation (muzero planner only; thesis: 0.25)"""
+    dirichlet_alpha: float = 0.2
+    """Dirichlet noise concentration at the root in training (muzero planner only; thesis: 0.2)"""
+    eval_dirichlet_alpha: float = 0.1
+    """Dirichlet noise concentration at the root in evaluation (muzero planner only; thesis: 0.1)"""
+    dirichlet_fraction: float = 0.25
+    """weight of the Dirichlet noise in the root prior (muzero planner only)"""
+    gumbel_scale: float = 1.0
+    """scale of the Gumbel noise in training (gumbel planner only; evaluation uses 0, the greedy choice)"""
+    max_num_considered_actions: int = 16
+    """actions considered by Sequential Halving at the root (gumbel planner only)"""
+    gumbel_rescale_q: bool = True
+    """min-max rescale the completed Q-values over the root's actions before they sharpen the policy target (gumbel
+    planner only; mctx's default). It stretches an untrained model's tiny Q differences to a full logit range of
+    (50 + max visits) x 0.1; `--no-gumbel-rescale-q` keeps Q in return units (times the same factor)"""
+
+    # Targets and replay (4.3.7, 4.3.14)
+    unroll_steps: int = 5
+    """K: steps the dynamics function is unrolled in training (thesis: 5)"""
+    td_steps: int = 10
+    """N: steps of reward before bootstrapping from the search value (thesis: 10)"""
+    gamma: float = 0.997
+    """discount (thesis: 0.997)"""
+    buffer_size: int = 100_000
+    """replay capacity in environment steps; the oldest segments are evicted first"""
+    sampling: Literal["uniform", "proportional", "rank"] = "proportional"
+    """how replay positions are drawn; priorities are |v* - G^N| (4.3.14). Proportional with a small epsilon
+    and the bias kept puts the rare steps near a reward into many batches: Asterix's reward is learnt"""
+    priority_exponent: float = 1.0
+    """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank)"""
+    priority_epsilon: float = 0.01
+    """added to |v* - G^N| so no position has probability zero (proportional sampling)"""
+    importance_exponent: float = 0.0
+    """beta: samples are weighted by (1 / (N P(i)))^beta; 1 undoes the sampling bias in the gradient
+    (MuZero), 0 keeps it (prioritized replay anneals beta from 0.4 to 1)"""
+    learning_starts: int = 2_000
+    """environment steps stored in replay before the first update"""
+
+    # Loss and optimiser (4.3.8-4.3.9, 5.1.2)
+    batch_size: int = 64
+    """training targets per update (thesis: 1024). 64 makes 4x the updates of 256 for the same samples, at the
+    same samples/s on a 2-core CPU"""
+    replay_ratio: float = 2.0
+    """samples trained per environment step (thesis: 4)"""
+    learning_rate: float = 3e-3
+    """Adam step size (thesis: 1e-2 at batch 1024)"""
+    max_grad_norm: float = 5.0
+    """global-norm gradient clipping (thesis: 5.0)"""
+    value_coef: float = 0.25
+    """c_v, weight of the value loss (thesis: 0.25)"""
+    reward_coef: float = 1.0
+    """weight of the reward loss (thesis: 1.0)"""
+    consistency_coef: float = 2.0
+    """c_s, weight of the self-consistency loss (thesis: 2.0)"""
+    l2_coef: float = 1e-4
+    """c_L2, weight of the squared parameter norm (thesis: 1e-4)"""
+    target_update_interval: int = 100
+    """updates between copies of the online parameters into the target network"""
+    value_bootstrap: Literal["search", "target_network"] = "search"
+    """what the N-step value targets bootstrap from at j+N: `search`, the root value v* recorded when the step
+    was played (thesis 4.3.7); `target_network`, the target network's value of the stored observations,
+    computed when the sample is drawn (the value half of MuZero Reanalyze: K+1 more initial inferences)"""
+
+    # Logging and evaluation
+    eval_interval: int = 100_000
+    """environment steps between evaluations (one more at the end)"""
+    eval_games: int = 50
+    """games against each opponent (uniform random, MCTSBot) per evaluation, half with each colour, played as
+    one batch with the evaluation planner (0: no evaluation)"""
+    eval_mcts_simulations: int = 100
+    """simulations per move of the opponent OpenSpiel MCTSBot (UCT c 2, one random rollout per leaf, solver on)"""
+    log_interval: float = 30.0
+    """seconds between progress lines on the console"""
+
+    # Devices (Cleanba / Sebulba split)
+    actor_device_id: int = 0
+    """index in jax.local_devices() of the device the actor searches on (and evaluation runs on)"""
+    learner_device_ids: tuple[int, ...] = (0,)
+    """devices the learner splits each batch over; gradients are averaged across them (data parallel)"""
+
+
+def fail(message: str):
+    """Stops before any compilation with a message naming the flag, exit status 2 (as argparse)."""
+    print(f"{os.path.basename(sys.argv[0])}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+MAX_REPLAY_RATIO = 256  # samples per environment step: EfficientZero's (batch 256, an update per step)
+
+
+def validate_args(args: Args):
+    if not 0 <= args.seed < 2**32:
+        fail(f"--seed must be in [0, 2**32 - 1] (got {args.seed}): it seeds JAX's 32-bit keys")
+    if not args.exp_name or args.exp_name in (".", "..") or not all(c.isalnum() or c in "-_." for c in args.exp_name):
+        fail(f"--exp-name must be a non-empty name of letters, digits, '-', '_' and '.' (got {args.exp_name!r}): "
+             f"it names the run's directory and the saved model's file")
+    if args.checkpoint_interval < 0:
+        fail(f"--checkpoint-interval must be non-negative (got {args.checkpoint_interval})")
+    positive = [
+        "board_size", "total_timesteps", "num_envs", "num_steps", "history_length", "channels",
+        "repr_blocks", "head_hidden", "support_size", "num_simulations", "eval_num_simulations",
+        "max_num_considered_actions", "unroll_steps", "td_steps", "buffer_size", "batch_size",
+        "target_update_interval", "eval_interval", "eval_mcts_simulations",
+    ]
+    for name in positive:
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive (got {getattr(args, name)})")
+    if args.board_size < 3:
+        fail(f"--board-size must be at least 3 (got {args.board_size}): OpenSpiel needs two rows of pieces and one between")
+    if args.eval_games % 2:
+        fail(f"--eval-games must be even (got {args.eval_games}): half the games are played with each colour")
+    for name in ["dyn_blocks", "pred_blocks", "eval_games", "learning_starts"]:
+        if getattr(args, name) < 0:
+            fail(f"--{name.replace('_', '-')} must be non-negative (got {getattr(args, name)})")
+    for name in ["learning_rate", "replay_ratio", "max_grad_norm", "temperature", "eval_temperature",
+                 "dirichlet_alpha", "eval_dirichlet_alpha", "log_interval"]:
+        if not getattr(args, name) > 0:
+            fail(f"--{name.replace('_', '-')} must be positive (got {getattr(args, name)})")
+    if not 0.0 <= args.dirichlet_fraction <= 1.0:
+        fail(f"--dirichlet-fraction must be in [0, 1] (got {args.dirichlet_fraction})")
+    if not 0.0 < args.gamma <= 1.0:
+        fail(f"--gamma must be in (0, 1] (got {args.gamma})")
+    steps_per_iteration = args.num_envs * args.num_steps
+    if args.total_timesteps < steps_per_iteration:
+        fail(f"--total-timesteps ({args.total_timesteps}) is less than one actor iteration, "
+             f"--num-envs x --num-steps = {steps_per_iteration}")
+    if args.buffer_size < steps_per_iteration:
+        fail(f"--buffer-size ({args.buffer_size}) must hold at least one iteration, "
+             f"--num-envs x --num-steps = {steps_per_iteration}")
+    if args.batch_size > args.buffer_size:
+        fail(f"--batch-size ({args.batch_size}) is larger than --buffer-size ({args.buffer_size})")
+    if args.learning_starts > args.total_timesteps:
+        fail(f"--learning-starts ({args.learning_starts}) is larger than --total-timesteps "
+             f"({args.total_timesteps}): no update would ever run")
+    num_devices = len(jax.local_devices())
+    for d in (args.actor_device_id, *args.learner_device_ids):
+        if not 0 <= d < num_devices:
+            fail(f"device id {d} in --actor-device-id/--learner-device-ids is not one of the {num_devices} "
+                 f"local devices (on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N gives N)")
+    if len(set(args.learner_device_ids)) != len(args.learner_device_ids) or not args.learner_device_ids:
+        fail(f"--learner-device-ids must be distinct and non-empty (got {args.learner_device_ids})")
+    if args.batch_size % len(args.learner_device_ids):
+        fail(f"--batch-size ({args.batch_size}) must split evenly over the "
+             f"{len(args.learner_device_ids)} --learner-device-ids")
+    if args.replay_ratio > MAX_REPLAY_RATIO:
+        fail(f"--replay-ratio {args.replay_ratio:g} asks for {args.replay_ratio * steps_per_iteration / args.batch_size:,.0f} "
+             f"updates of --batch-size {args.batch_size} per actor iteration of {steps_per_iteration} steps; the bound is "
+             f"{MAX_REPLAY_RATIO} samples per environment step (EfficientZero's ratio; the thesis used 4)")
+    if args.replay_ratio * args.total_timesteps < args.batch_size:
+        fail(f"--replay-ratio {args.replay_ratio} gives fewer samples over the run than one batch "
+             f"of --batch-size {args.batch_size}: no update would ever run")
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment (4.3.1-4.3.3). Agent actions are env actions + 1: index 0 is the dummy action, taken
+# before the first step and at (and after) the last step of an episode.
+# ---------------------------------------------------------------------------------------------
+class Step(NamedTuple):
+    obs: np.ndarray  # (B, H, W, C) uint8: OpenSpiel's planes (black, white, empty) and the player to move
+    reward: np.ndarray  # (B,) reward that arrived with this observation, for the player who made the move
+    is_first: np.ndarray  # (B,) bool
+    is_last: np.ndarray  # (B,) bool; the policy still runs here, its action is the dummy one
+    to_play: np.ndarray  # (B,) player to move (0 black, 1 white); at the last step, the one who would move next
+
+
+def env_seeds(seed: int | tuple[int, ...], num_envs: int) -> np.ndarray:
+    """`num_envs` 32-bit seeds hashed from `seed` (an int or a tuple of ints) by numpy's SeedSequence:
+    different seeds, and training and each evaluation (seeded `(seed, 1, iteration)`), share no stream.
+    (Breakthrough itself has no chance: the seeds fix the search noise and the opponents' choices.)"""
+    return np.random.SeedSequence(seed).generate_state(num_envs)
+
+
+class BreakthroughVecEnv:
+    """`num_envs` OpenSpiel Breakthrough games stepped as one batch, every move of both players one step.
+    A step on a game whose last output was `is_last` starts a new game instead (the thesis' unified main
+    loop), so the stream never stops. The observation gains a plane with the player to move (thesis
+    b^player): OpenSpiel's tensor is the same for both players."""
+
+    def __init__(self, board_size: int, num_envs: int):
+        self.game = pyspiel.load_game(f"breakthrough(rows={board_size},columns={board_size})")
+        self.states = [self.game.new_initial_state() for _ in range(num_envs)]
+        self.num_actions = self.game.num_distinct_actions() + 1  # |A^a| = |A^e| + dummy
+        c, h, w = self.game.observation_tensor_shape()
+        self.obs_shape = (h, w, c + 1)
+        self.last = np.ones(num_envs, bool)
+        self.to_play = np.zeros(num_envs, np.int64)
+
+    def observe(self, i: int) -> np.ndarray:
+        c, h, w = self.game.observation_tensor_shape()
+        planes = np.asarray(self.states[i].observation_tensor(0)).reshape(c, h, w).transpose(1, 2, 0)
+        return np.concatenate([planes, np.full((h, w, 1), self.to_play[i])], axis=-1).astype(np.uint8)
+
+    def step(self, actions: np.ndarray) -> Step:
+        n = len(self.states)
+        obs = np.zeros((n, *self.obs_shape), np.uint8)
+        reward = np.zeros(n, np.float32)
+        first = self.last.copy()
+        for i, state in enumerate(self.states):
+            if self.last[i]:
+                self.states[i] = self.game.new_initial_state()
+                self.last[i] = False
+                self.to_play[i] = 0
+            else:
+                mover = state.current_player()
+                state.apply_action(int(actions[i]) - 1)
+                self.last[i] = state.is_terminal()
+                reward[i] = state.returns()[mover] if self.last[i] else 0.0
+                self.to_play[i] = 1 - mover
+            obs[i] = self.observe(i)
+        return Step(obs, reward, first, self.last.copy(), self.to_play.copy())
+
+    def legal_actions(self, is_last: np.ndarray) -> np.ndarray:
+        """Mask over agent actions: OpenSpiel's legal moves before the end, only the dummy action at the end."""
+        legal = np.zeros((len(is_last), self.num_actions), bool)
+        legal[:, 0] = is_last
+        for i in np.flatnonzero(~is_last):
+            legal[i, 1:] = self.states[i].legal_actions_mask()
+        return legal
+
+
+class EpisodeTracker:
+    """Running return of the first player (+1 win, -1 loss) and length (moves) of each game; hands back
+    finished games. In self-play the mean return is the first mover's advantage."""
+
+    def __init__(self, num_envs: int):
+        self.returns, self.lengths = np.zeros(num_envs), np.zeros(num_envs, np.int64)
+
+    def update(self, step: Step):
+        self.returns += np.where(step.to_play == 1, step.reward, -step.reward)  # the mover is 1 - to_play
+        self.lengths += ~step.is_last
+        done = np.flatnonzero(step.is_last)
+        finished = (done, self.returns[done].copy(), self.lengths[done].copy())
+        self.returns[done], self.lengths[done] = 0.0, 0
+        return finished
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs (4.3.4) and the scalar <-> categorical transform (2.8.6, 4.3.5)
+# ---------------------------------------------------------------------------------------------
+def action_planes(actions, num_actions: int, height: int, width: int):
+    """One-hot actions divided by |A^a|, tiled over the board: (..., ) -> (..., H, W, |A^a|)."""
+    onehot = jax.nn.one_hot(actions, num_actions) / num_actions
+    return jnp.broadcast_to(onehot[..., None, None, :], (*actions.shape, height, width, num_actions))
+
+
+def stack_history(frames, actions, num_actions: int):
+    """frames (B, L, H, W, C) = o_{t-L+1..t}, actions (B, L) = a_{t-L..t-1}
+    -> (B, H, W, L*(C + |A^a|)) planes for the representation function."""
+    b, l, h, w, c = frames.shape
+    frame_planes = jnp.moveaxis(frames, 1, 3).reshape(b, h, w, l * c)
+    act = jnp.moveaxis(action_planes(actions, num_actions, h, w), 1, 3).reshape(b, h, w, l * num_actions)
+    return jnp.concatenate([frame_planes, act], axis=-1)
+
+
+EPS_PHI = 1e-3
+
+
+def phi(x):
+    return jnp.sign(x) * (jnp.sqrt(jnp.abs(x) + 1) - 1) + EPS_PHI * x
+
+
+def phi_inverse(h):
+    # sign(h) * (((sqrt(1 + 4e(|h| + 1 + e)) - 1) / 2e)^2 - 1), rewritten without the cancellation
+    # in sqrt(1 + y) - 1 so that float32 keeps ~1e-6 relative accuracy.
+    a = jnp.abs(h) + 1 + EPS_PHI
+    root = 2 * a / (1 + jnp.sqrt(1 + 4 * EPS_PHI * a))
+    return jnp.sign(h) * (root**2 - 1)
+
+
+def scalar_to_categorical(x, support_size: int):
+    """Phi: phi(x) as weights on the two nearest integers of [-S, S]; shape (..., 2S+1)."""
+    h = jnp.clip(phi(x), -support_size, support_size)
+    low = jnp.floor(h)
+    frac = h - low
+    idx = (low + support_size).astype(jnp.int32)
+    size = 2 * support_size + 1
+    return jax.nn.one_hot(idx, size) * (1 - frac)[..., None] + jax.nn.one_hot(idx + 1, size) * frac[..., None]
+
+
+def categorical_to_scalar(probs, support_size: int):
+    support = jnp.arange(-support_size, support_size + 1, dtype=probs.dtype)
+    return phi_inverse(jnp.sum(probs * support, axis=-1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Networks (4.3.5, 5.1.2). LayerNorm stands in for the thesis' BatchNorm: acting and learning then
+# use one pure function with no running statistics. Hidden states are min-max scaled to [0, 1]
+# after h and g (MuZero appendix G) so the unrolled dynamics stay bounded.
+# ---------------------------------------------------------------------------------------------
+class ResidualBlock(nn.Module):
+    channels: int
+
+    @nn.compact
+    def __call__(self, x):
+        y = nn.relu(nn.LayerNorm()(nn.Conv(self.channels, (3, 3))(x)))
+        y = nn.LayerNorm()(nn.Conv(self.channels, (3, 3))(y))
+        return nn.relu(x + y)
+
+
+class Head(nn.Module):
+    """Dense -> LayerNorm -> ReLU -> Dense on the flattened board. The last layer starts at zero, so
+    an untrained network predicts a uniform prior, value 0 and reward 0. With random weights it
+    predicts values of a few units of either sign, which the N-step targets would bootstrap from for
+    as long as those searches stay in replay (without reanalyze, until they are evicted)."""
+    hidden: int
+    out: int
+
+    @nn.compact
+    def __call__(self, x):
+        x = x.reshape(x.shape[0], -1)
+        x = nn.relu(nn.LayerNorm()(nn.Dense(self.hidden)(x)))
+        return nn.Dense(self.out, kernel_init=nn.initializers.zeros)(x)
+
+
+def scale_hidden(x):
+    lo = x.min(axis=(1, 2, 3), keepdims=True)
+    hi = x.max(axis=(1, 2, 3), keepdims=True)
+    return (x - lo) / (hi - lo + 1e-5)
+
+
+class MuZeroNet(nn.Module):
+    num_actions: int
+    channels: int
+    repr_blocks: int
+    dyn_blocks: int
+    pred_blocks: int
+    head_hidden: int
+    support_size: int
+
+    def setup(self):
+        z = 2 * self.support_size + 1
+        self.repr_stem = nn.Conv(self.channels, (1, 1))
+        self.repr_tower = [ResidualBlock(self.channels) for _ in range(self.repr_blocks)]
+        self.dyn_stem = nn.Conv(self.channels, (1, 1))
+        self.dyn_tower = [ResidualBlock(self.channels) for _ in range(self.dyn_blocks)]
+        self.reward_head = Head(self.head_hidden, z)
+        self.pred_tower = [ResidualBlock(self.channels) for _ in range(self.pred_blocks)]
+        self.value_head = Head(self.head_hidden, z)
+        self.policy_head = Head(self.head_hidden, self.num_actions)
+        self.projection = ResidualBlock(self.channels)
+
+    def represent(self, stacked):
+        """h: stacked history (B, H, W, C_h) -> hidden state (B, H, W, channels)."""
+        x = self.repr_stem(stacked)
+        for block in self.repr_tower:
+            x = block(x)
+        return scale_hidden(x)
+
+    def dynamics(self, x, action):
+        """g: hidden state, action -> next hidden state, reward logits."""
+        b, h, w, _ = x.shape
+        x = self.dyn_stem(jnp.concatenate([x, action_planes(action, self.num_actions, h, w)], -1))
+        for block in self.dyn_tower:
+            x = block(x)
+        return scale_hidden(x), self.reward_head(x)
+
+    def predict(self, x):
+        """f: hidden state -> policy logits, value logits."""
+        for block in self.pred_tower:
+            x = block(x)
+        return self.policy_head(x), self.value_head(x)
+
+    def project(self, x):
+        """rho: the projection used by the self-consistency loss (4.3.8)."""
+        return self.projection(x)
+
+    def __call__(self, stacked, action):  # only used by init, to create every parameter
+        x = self.represent(stacked)
+        x, _ = self.dynamics(x, action)
+        return self.predict(x), self.project(x)
+
+
+def make_network(args: Args, num_actions: int) -> MuZeroNet:
+    return MuZeroNet(num_actions, args.channels, args.repr_blocks, args.dyn_blocks, args.pred_blocks,
+                     args.head_hidden, args.support_size)
+
+
+# ---------------------------------------------------------------------------------------------
+# Planner (4.3.6): MCTX search over the learned model. The legal-action mask applies at the root
+# only (MCTX's `invalid_actions`); inside the tree every action, the dummy one included, is open.
+# Two players (negamax): every value is seen by the player to move at its node and every reward by the
+# player who made the move into it, so MCTX's backup r + discount * v takes discount = -gamma.
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlannerConfig:
+    policy: str
+    num_simulations: int
+    pb_c_init: float
+    pb_c_base: float
+    temperature: float
+    dirichlet_alpha: float
+    dirichlet_fraction: float
+    gumbel_scale: float
+    max_num_considered_actions: int
+    gumbel_rescale_q: bool
+
+
+def planner_configs(args: Args) -> tuple[PlannerConfig, PlannerConfig]:
+    """(training, evaluation) settings, Table 5.1."""
+    train = PlannerConfig(args.planner, args.num_simulations, args.pb_c_init, args.pb_c_base, args.temperature,
+                          args.dirichlet_alpha, args.dirichlet_fraction, args.gumbel_scale,
+                          args.max_num_considered_actions, args.gumbel_rescale_q)
+    test = PlannerConfig(args.planner, args.eval_num_simulations, args.eval_pb_c_init, args.pb_c_base,
+                         args.eval_temperature, args.eval_dirichlet_alpha, args.dirichlet_fraction, 0.0,
+                         args.max_num_considered_actions, args.gumbel_rescale_q)
+    return train, test
+
+
+def run_search(cfg: PlannerConfig, params, rng, root: mctx.RootFnOutput, recurrent_fn, legal):
+    invalid = ~legal
+    if cfg.policy == "gumbel":
+        return mctx.gumbel_muzero_policy(
+            params, rng, root, recurrent_fn, cfg.num_simulations, invalid_actions=invalid,
+            max_num_considered_actions=cfg.max_num_considered_actions, gumbel_scale=cfg.gumbel_scale,
+            qtransform=partial(mctx.qtransform_completed_by_mix_value, rescale_values=cfg.gumbel_rescale_q))
+    return mctx.muzero_policy(
+        params, rng, root, recurrent_fn, cfg.num_simulations, invalid_actions=invalid,
+        dirichlet_fraction=cfg.dirichlet_fraction, dirichlet_alpha=cfg.dirichlet_alpha,
+        pb_c_init=cfg.pb_c_init, pb_c_base=cfg.pb_c_base, temperature=cfg.temperature)
+
+
+class ActorState(NamedTuple):
+    frames: jax.Array  # (B, L, H, W, C): o_{t-L..t-1} before the step, o_{t-L+1..t} after
+    actions: jax.Array  # (B, L): a_{t-L..t-1}
+
+
+def make_recurrent_fn(net: MuZeroNet, gamma: float):
+    """MCTX's recurrent function: one step of the learned model (dynamics, then prediction), the next
+    node's value negated for the player who moved (discount -gamma)."""
+    s = net.support_size
+
+    def recurrent_fn(params, rng, action, x):
+        x, reward_logits = net.apply(params, x, action, method=MuZeroNet.dynamics)
+        policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+        out = mctx.RecurrentFnOutput(
+            reward=categorical_to_scalar(jax.nn.softmax(reward_logits), s),
+            discount=jnp.full(action.shape, -gamma, jnp.float32),
+            prior_logits=policy_logits,
+            value=categorical_to_scalar(jax.nn.softmax(value_logits), s))
+        return out, x
+
+    return recurrent_fn
+
+
+def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float):
+    """One jitted function per acting step: history stacking, initial inference, search, action."""
+    s = net.support_size
+    recurrent_fn = make_recurrent_fn(net, gamma)
+
+    @jax.jit
+    def act(params, state: ActorState, obs, is_first, legal, rng):
+        keep = ~is_first
+        frames = state.frames * keep[:, None, None, None, None]
+        actions = state.actions * keep[:, None]  # zero frames and dummy actions before the first step
+        frames = jnp.concatenate([frames[:, 1:], obs[:, None].astype(jnp.float32)], axis=1)
+        x = net.apply(params, stack_history(frames, actions, net.num_actions), method=MuZeroNet.represent)
+        prior_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+        root = mctx.RootFnOutput(prior_logits=prior_logits,
+                                 value=categorical_to_scalar(jax.nn.softmax(value_logits), s), embedding=x)
+        out = run_search(cfg, params, rng, root, recurrent_fn, legal)
+        root_value = out.search_tree.summary().value
+        actions = jnp.concatenate([actions[:, 1:], out.action[:, None]], axis=1)
+        return ActorState(frames, actions), out.action, root_value, out.action_weights
+
+    return act
+
+
+def initial_actor_state(num_envs: int, history_length: int, obs_shape) -> ActorState:
+    return ActorState(jnp.zeros((num_envs, history_length, *obs_shape), jnp.float32),
+                      jnp.zeros((num_envs, history_length), jnp.int32))
+
+
+# ---------------------------------------------------------------------------------------------
+# Training targets (4.3.7). A window holds steps c-L .. c+K+N of one environment's stream around
+# the position c = L being trained. Steps of another episode are masked: zero frames and dummy
+# actions before it; dummy actions, zero rewards, zero values and a dummy policy after it (4.3.3).
+# Each step's targets are seen by its own player to move: players alternate, so the N-step return
+# discounts by -gamma per ply, as the search does (a reward n plies later counts with (-gamma)^n).
+# ---------------------------------------------------------------------------------------------
+
+
+class Targets(NamedTuple):
+    stacked: jax.Array  # (H, W, C_h) input of h at c
+    next_stacked: jax.Array  # (H, W, C_h) input of h at c+1 (self-consistency target)
+    actions: jax.Array  # (K,) a_c .. a_{c+K-1}
+    rewards: jax.Array  # (K,) r_{c+1} .. r_{c+K}
+    values: jax.Array  # (K+1,) G^N_c .. G^N_{c+K}
+    policies: jax.Array  # (K+1, |A^a|) p*_c .. p*_{c+K}
+    consistency_mask: jax.Array  # () 1 unless c is the episode's last step
+    priority: jax.Array  # () |v*_c - G^N_c|
+
+
+def history_at(window: dict, center: int, history_length: int):
+    """The input of h at step `center` of a window: its L frames and the L actions before them, with
+    frames and actions of an earlier episode replaced by zeros and the dummy action (4.3.4)."""
+    L = history_length
+    episode = jnp.cumsum(window["is_first"])
+    same = episode[center - L + 1: center + 1] == episode[center]
+    frames = window["obs"][center - L + 1: center + 1].astype(jnp.float32) * same[:, None, None, None]
+    acts = window["action"][center - L: center] * (episode[center - L: center] == episode[center])
+    return stack_history(frames[None], acts[None], window["policy"].shape[-1])[0]
+
+
+def bootstrap_histories(window: dict, history_length: int, unroll_steps: int, td_steps: int):
+    """(K+1, H, W, C_h): inputs of h at c+N .. c+K+N, whose values the N-step returns bootstrap from
+    when --value-bootstrap is target_network."""
+    c = history_length
+    return jnp.stack([history_at(window, j + td_steps, history_length) for j in range(c, c + unroll_steps + 1)])
+
+
+def compute_targets(window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float,
+                    bootstrap_values=None) -> Targets:
+    """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis).
+    bootstrap_values: (K+1,) values of the steps c+N .. c+K+N to bootstrap from; default: the root
+    values v* stored when those steps were played."""
+    L, K, N = history_length, unroll_steps, td_steps
+    c = L
+    num_actions = window["policy"].shape[-1]
+    episode = jnp.cumsum(window["is_first"])
+    same = episode == episode[c]  # steps of c's episode; everything after its last step is False
+    actions = jnp.where(same, window["action"], 0)
+    rewards = jnp.where(same, window["reward"], 0.0)
+    alive = same & ~window["is_last"]  # v* = 0 at and after the end
+    values = jnp.where(alive, window["value"], 0.0)
+    if bootstrap_values is None:
+        bootstrap_values = values[c + N: c + K + N + 1]
+    else:
+        bootstrap_values = jnp.where(alive[c + N: c + K + N + 1], bootstrap_values, 0.0)
+    dummy = jax.nn.one_hot(0, num_actions)
+    policies = jnp.where(same[:, None], window["policy"], dummy)
+    discounts = (-gamma) ** jnp.arange(N)
+    # G^N_j = sum_{n<N} (-gamma)^n r_{j+n+1} + (-gamma)^N v_{j+N}, for j = c .. c+K
+    returns = jnp.stack([
+        jnp.sum(discounts * rewards[j + 1: j + N + 1]) + (-gamma)**N * bootstrap_values[j - c] for j in range(c, c + K + 1)
+    ])
+    return Targets(
+        stacked=history_at(window, c, L),
+        next_stacked=history_at(window, c + 1, L),
+        actions=actions[c: c + K],
+        rewards=rewards[c + 1: c + K + 1],
+        values=returns,
+        policies=policies[c: c + K + 1],
+        consistency_mask=(~window["is_last"][c]).astype(jnp.float32),
+        priority=jnp.abs(values[c] - returns[0]),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Replay (4.3.14): fixed-length segments in FIFO order, so long episodes (Freeway: 2500 steps)
+# reach the learner as they are played. A segment holds num_steps trainable positions plus the L
+# steps before and K+N after them that their targets need.
+# ---------------------------------------------------------------------------------------------
+def empty_segments(num_envs: int, span: int, obs_shape, num_actions: int) -> dict:
+    """Steps not played yet: padding that starts a new episode and is never trained on."""
+    return {
+        "obs": np.zeros((num_envs, span, *obs_shape), np.uint8),
+        "reward": np.zeros((num_envs, span), np.float32),
+        "is_first": np.ones((num_envs, span), bool),
+        "is_last": np.zeros((num_envs, span), bool),
+        "action": np.zeros((num_envs, span), np.int32),
+        "value": np.zeros((num_envs, span), np.float32),
+        "policy": np.zeros((num_envs, span, num_actions), np.float32),
+        "valid": np.zeros((num_envs, span), bool),
+    }
+
+
+def gather_windows(segments: dict, seg: np.ndarray, pos: np.ndarray, window: int) -> dict:
+    """Windows of steps pos .. pos+window-1 of segments seg, i.e. c-L .. c+K+N for c = pos+L."""
+    idx = pos[:, None] + np.arange(window)[None]
+    return {k: v[seg[:, None], idx] for k, v in segments.items()}
+
+
+def sampling_probabilities(priorities: np.ndarray, valid: np.ndarray, mode: str, alpha: float, eps: float):
+    """P(i) over all positions; invalid positions get 0. uniform: 1/N; proportional:
+    (p_i + eps)^alpha / sum; rank: (1/rank_i)^alpha / sum, rank 1 = largest priority."""
+    p = np.zeros(priorities.shape, np.float64)
+    if mode == "uniform":
+        p[valid] = 1.0
+    elif mode == "proportional":
+        p[valid] = (priorities[valid].astype(np.float64) + eps) ** alpha
+    else:
+        order = np.argsort(-priorities[valid], kind="stable")
+        ranks = np.empty(len(order), np.float64)
+        ranks[order] = np.arange(1, len(order) + 1)
+        p[valid] = ranks ** (-alpha)
+    return p / p.sum()
+
+
+def importance_weights(probs: np.ndarray, num_valid: int, beta: float = 1.0):
+    """rho_i = (1 / (N * P(i)))^beta."""
+    return (1.0 / (num_valid * probs)) ** beta
+
+
+class Replay:
+    def __init__(self, capacity: int, segment_steps: int, history_length: int, lookahead: int,
+                 obs_shape, num_actions: int, mode: str, alpha: float, eps: float, seed: int,
+                 beta: float = 1.0):
+        self.L, self.S = history_length, segment_steps
+        self.window = history_length + lookahead + 1
+        self.storage = empty_segments(capacity, history_length + segment_steps + lookahead, obs_shape, num_actions)
+        self.priorities = np.zeros((capacity, segment_steps), np.float32)
+        self.capacity, self.next, self.size = capacity, 0, 0
+        self.mode, self.alpha, self.eps, self.beta = mode, alpha, eps, beta
+        self.rng = np.random.default_rng(seed)
+        self.probs = None
+
+    def add(self, segments: dict, priorities: np.ndarray):
+        for i in range(len(priorities)):
+            for k, v in segments.items():
+                self.storage[k][self.next] = v[i]
+            self.priorities[self.next] = priorities[i]
+            self.next = (self.next + 1) % self.capacity
+            self.size = min(self.size + 1, self.capacity)
+        self.probs = None  # recomputed lazily, once per batch of new segments
+
+    def state(self) -> dict:
+        """Everything a checkpoint needs to restore this replay exactly (contents, priorities, sampler)."""
+        return dict(storage=self.storage, priorities=self.priorities, next=self.next, size=self.size,
+                    rng=self.rng.bit_generator.state)
+
+    def load_state(self, state: dict):
+        self.storage, self.priorities, self.next, self.size = (state[k] for k in ("storage", "priorities", "next", "size"))
+        self.rng.bit_generator.state = state["rng"]
+        self.probs = None
+
+    def trainable(self) -> np.ndarray:
+        """(capacity, S) mask of positions whose step was really played."""
+        mask = self.storage["valid"][:, self.L: self.L + self.S].copy()
+        mask[self.size:] = False
+        return mask
+
+    @property
+    def num_trainable(self) -> int:
+        return int(self.trainable().sum())
+
+    def sample(self, batch_size: int):
+        if self.probs is None:
+            valid = self.trainable().ravel()
+            self.probs = sampling_probabilities(self.priorities.ravel(), valid, self.mode, self.alpha, self.eps)
+            self.num_valid = int(valid.sum())
+        flat = self.rng.choice(self.probs.size, size=batch_size, p=self.probs)
+        seg, pos = np.divmod(flat, self.S)
+        batch = gather_windows(self.storage, seg, pos, self.window)
+        return batch, importance_weights(self.probs[flat], self.num_valid, self.beta).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loss and update (4.3.8-4.3.9)
+# ---------------------------------------------------------------------------------------------
+class TrainState(NamedTuple):
+    params: dict
+    target_params: dict
+    opt_state: optax.OptState
+    step: jax.Array
+
+
+def scale_gradient(x, scale: float):
+    return x * scale + jax.lax.stop_gradient(x) * (1 - scale)
+
+
+def masked_mean(x, mask):
+    """Mean of x over mask (0 when the mask is empty)."""
+    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1)
+
+
+def cross_entropy(target_probs, logits):
+    return -jnp.sum(target_probs * jax.nn.log_softmax(logits), axis=-1)
+
+
+def learner_mesh(device_ids) -> jax.sharding.Mesh:
+    return jax.sharding.Mesh(np.asarray([jax.local_devices()[i] for i in device_ids]), ("batch",))
+
+
+def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransformation, mesh: jax.sharding.Mesh):
+    """One jitted update. The batch is split over the mesh's devices and the parameters replicated:
+    XLA then computes the same gradient as on one device, summing the shards' parts (all-reduce)."""
+    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    K, S = args.unroll_steps, args.support_size
+    targets_fn = jax.vmap(partial(compute_targets, history_length=args.history_length, unroll_steps=K,
+                                  td_steps=args.td_steps, gamma=args.gamma))
+    histories_fn = jax.vmap(partial(bootstrap_histories, history_length=args.history_length, unroll_steps=K,
+                                    td_steps=args.td_steps))
+
+    def scalar(logits):
+        return categorical_to_scalar(jax.nn.softmax(logits), S)
+
+    def loss_fn(params, target_params, window, weights):
+        bootstrap_values = None
+        if args.value_bootstrap == "target_network":  # the value half of MuZero Reanalyze
+            stacked = histories_fn(window)  # (B, K+1, H, W, C_h)
+            x = net.apply(target_params, stacked.reshape(-1, *stacked.shape[2:]), method=MuZeroNet.represent)
+            _, value_logits = net.apply(target_params, x, method=MuZeroNet.predict)
+            bootstrap_values = jax.lax.stop_gradient(scalar(value_logits).reshape(stacked.shape[:2]))
+        t = targets_fn(window, bootstrap_values=bootstrap_values)
+        x = net.apply(params, t.stacked, method=MuZeroNet.represent)
+        policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+        value_prediction = scalar(value_logits)
+        policy_loss = cross_entropy(t.policies[:, 0], policy_logits)
+        value_loss = cross_entropy(scalar_to_categorical(t.values[:, 0], S), value_logits)
+        reward_loss, reward_predictions = 0.0, []
+        for k in range(1, K + 1):
+            x = scale_gradient(x, 0.5)  # halve the gradient entering each dynamics call
+            x, reward_logits = net.apply(params, x, t.actions[:, k - 1], method=MuZeroNet.dynamics)
+            if k == 1:
+                x_one = x
+            policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+            policy_loss += cross_entropy(t.policies[:, k], policy_logits) / K
+            value_loss += cross_entropy(scalar_to_categorical(t.values[:, k], S), value_logits) / K
+            reward_loss += cross_entropy(scalar_to_categorical(t.rewards[:, k - 1], S), reward_logits)
+            reward_predictions.append(scalar(reward_logits))
+        # self-consistency: projected x^1_t towards the (stop-gradient, target-network) x^0_{t+1}
+        projected = net.apply(params, x_one, method=MuZeroNet.project).reshape(x_one.shape[0], -1)
+        x_next = jax.lax.stop_gradient(
+            net.apply(target_params, t.next_stacked, method=MuZeroNet.represent)).reshape(x_one.shape[0], -1)
+        consistency_loss = optax.losses.cosine_distance(projected, x_next, epsilon=1e-8) * t.consistency_mask
+        per_sample = (policy_loss + args.value_coef * value_loss + args.reward_coef * reward_loss
+                      + args.consistency_coef * consistency_loss)
+        l2 = sum(jnp.sum(p**2) for p in jax.tree.leaves(params))
+        loss = jnp.mean(weights * per_sample) + args.l2_coef * l2
+        reward_errors = jnp.abs(jnp.stack(reward_predictions, axis=1) - t.rewards)  # (B, K), as t.rewards
+        rewarding = t.rewards != 0
+        metrics = {
+            "losses/total_loss": loss,
+            "losses/policy_loss": jnp.mean(policy_loss),
+            "losses/value_loss": jnp.mean(value_loss),
+            "losses/reward_loss": jnp.mean(reward_loss),
+            "losses/consistency_loss": jnp.mean(consistency_loss),
+            "losses/l2_loss": l2,
+            "losses/value_target": jnp.mean(t.values[:, 0]),
+            "losses/value_prediction": jnp.mean(value_prediction),
+            "losses/value_error": jnp.mean(jnp.abs(value_prediction - t.values[:, 0])),
+            # |predicted - observed reward| over the unrolled steps, apart on steps with and without reward
+            "losses/reward_error_rewarding": masked_mean(reward_errors, rewarding),
+            "losses/reward_error_other": masked_mean(reward_errors, ~rewarding),
+            "losses/rewarding_share": jnp.mean(rewarding),
+            "losses/importance_weight": jnp.mean(weights),
+        }
+        return loss, metrics
+
+    @partial(jax.jit, out_shardings=replicated)
+    def update(state: TrainState, window, weights):
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, state.target_params, window, weights)
+        metrics["losses/grad_norm"] = optax.tree.norm(grads)
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        step = state.step + 1
+        target_params = optax.periodic_update(params, state.target_params, step, args.target_update_interval)
+        return TrainState(params, target_params, opt_state, step), metrics
+
+    split = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
+
+    def sharded_update(state: TrainState, window: dict, weights: np.ndarray):
+        state, metrics = update(state, jax.device_put(window, split), jax.device_put(weights, split))
+        if mesh.size > 1:  # CPU collectives abort when such programs are queued back to back
+            jax.block_until_ready(state)
+        return state, metrics
+
+    return sharded_update
+
+
+def make_priority_fn(args: Args):
+    targets_fn = jax.vmap(partial(compute_targets, history_length=args.history_length,
+                                  unroll_steps=args.unroll_steps, td_steps=args.td_steps, gamma=args.gamma))
+    return jax.jit(lambda window: targets_fn(window).priority)
+
+
+def add_with_priorities(replay: Replay, segments: dict, priority_fn):
+    """Stores segments in replay with the priority |v* - G^N| of each of their positions (4.3.14)."""
+    n, S = len(segments["valid"]), replay.S
+    windows = gather_windows(segments, *np.divmod(np.arange(n * S), S), replay.window)  # (segment, position) pairs
+    replay.add(segments, np.asarray(priority_fn(windows)).reshape(n, S))
+
+
+# ---------------------------------------------------------------------------------------------
+# Actor thread (Cleanba): acts with parameters exactly one version behind the learner.
+# ---------------------------------------------------------------------------------------------
+class Rollout(NamedTuple):
+    segments: dict  # the fields of empty_segments, (num_envs, L + S + K + N, ...)
+    episode_returns: list
+    episode_lengths: list
+    root_value: float
+    policy_entropy: float
+    params_wait: float
+    put_wait: float
+    actor_time: float
+    snapshot: dict | None  # the actor's whole state after this iteration, when a checkpoint is due
+
+
+class Stopped(Exception):
+    """The other thread has ended: stop waiting on the queue."""
+
+
+def queue_get(q: queue.Queue, other_alive):
+    """q.get() that gives up with Stopped once `other_alive()` is False and nothing is left to take."""
+    while True:
+        try:
+            return q.get(timeout=0.5)
+        except queue.Empty:
+            if not other_alive():
+                raise Stopped
+
+
+def queue_put(q: queue.Queue, item, other_alive):
+    """q.put() that gives up with Stopped once `other_alive()` is False."""
+    while True:
+        try:
+            return q.put(item, timeout=0.5)
+        except queue.Full:
+            if not other_alive():
+                raise Stopped
+
+
+def actor_loop(args: Args, act_fn, params, pending_params: list, params_queue: queue.Queue,
+               rollout_queue: queue.Queue, learner_alive, first_iteration: int, num_iterations: int, key,
+               snapshot: dict | None = None):
+    """Plays iterations first_iteration .. num_iterations. Iteration k acts with the parameters the
+    learner put after its iteration k-2 (the initial ones for k <= 2): `params` for the first one,
+    then `pending_params` (a fresh run: [initial]; a resumed one: the checkpoint's), then the queue.
+    `snapshot` (from a checkpoint) restores environments, history, segments and key."""
+    device = jax.local_devices()[args.actor_device_id]
+    try:
+        with jax.default_device(device):  # environment inputs go straight to the actor's device
+            n, L, S = args.num_envs, args.history_length, args.num_steps
+            span = L + S + args.unroll_steps + args.td_steps
+            if snapshot is None:
+                envs = BreakthroughVecEnv(args.board_size, n)
+                segments = empty_segments(n, span, envs.obs_shape, envs.num_actions)
+                state = initial_actor_state(n, L, envs.obs_shape)
+                step = envs.step(np.zeros(n, np.int32))
+                episodes = EpisodeTracker(n)
+            else:
+                envs, segments, state, step, episodes, key = (
+                    snapshot[k] for k in ("envs", "segments", "state", "step", "episodes", "key"))
+                state = jax.tree.map(jnp.asarray, state)
+            params = jax.device_put(params, device)
+            put_wait = 0.0
+            for iteration in range(first_iteration, num_iterations + 1):
+                start = time.time()
+                params_wait = 0.0
+                if iteration > first_iteration:
+                    t0 = time.time()
+                    next_params = pending_params.pop(0) if pending_params else queue_get(params_queue, learner_alive)
+                    params = jax.device_put(next_params, device)
+                    params_wait = time.time() - t0
+                for k in segments:
+                    segments[k] = np.roll(segments[k], -S, axis=1)
+                returns, lengths, root_values, entropies = [], [], [], []
+                for t in range(span - S, span):
+                    key, sub = jax.random.split(key)
+                    legal = envs.legal_actions(step.is_last)
+                    state, action, root_value, policy = act_fn(params, state, step.obs, step.is_first, legal, sub)
+                    action, root_value, policy = np.asarray(action), np.asarray(root_value), np.asarray(policy)
+                    played = dict(obs=step.obs, reward=step.reward, is_first=step.is_first, is_last=step.is_last,
+                                  action=action, value=root_value, policy=policy, valid=True)
+                    for k, v in played.items():
+                        segments[k][:, t] = v
+                    _, finished_returns, finished_lengths = episodes.update(step)
+                    returns += finished_returns.tolist()
+                    lengths += finished_lengths.tolist()
+                    root_values.append(root_value.mean())
+                    entropies.append(-np.sum(policy * np.log(policy + 1e-12), -1).mean())
+                    step = envs.step(action)
+                actor_time = time.time() - start
+                snap = None
+                if checkpoint_due(args, iteration, num_iterations):
+                    snap = copy.deepcopy(dict(envs=envs, segments=segments, state=jax.device_get(state), step=step,
+                                              episodes=episodes, key=np.asarray(key)))
+                t0 = time.time()
+                queue_put(rollout_queue, Rollout({k: v.copy() for k, v in segments.items()}, returns, lengths,
+                                                 float(np.mean(root_values)), float(np.mean(entropies)),
+                                                 params_wait, put_wait, actor_time, snap), learner_alive)
+                put_wait = time.time() - t0  # reported with the next rollout
+    except Stopped:  # the learner has ended; it reports its own error
+        pass
+    except BaseException as e:  # anything, even KeyboardInterrupt or SystemExit: hand it to the learner
+        try:
+            queue_put(rollout_queue, e, learner_alive)
+        except Stopped:
+            pass
+
+
+def checkpoint_due(args: Args, iteration: int, num_iterations: int) -> bool:
+    """A checkpoint is written after the iterations whose steps cross a multiple of --checkpoint-interval
+    (not after the last one: the run is then complete)."""
+    if not args.checkpoint_interval or iteration >= num_iterations:
+        return False
+    steps = args.num_envs * args.num_steps
+    return iteration * steps // args.checkpoint_interval > (iteration - 1) * steps // args.checkpoint_interval
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints: everything a run needs to continue exactly as if it had not stopped
+# ---------------------------------------------------------------------------------------------
+CHECKPOINT_FILE = "checkpoint.pkl"
+# flags that do not change what a run computes: a resumed run may set them differently
+RESUME_FREE_FLAGS = {"resume", "track", "wandb_project_name", "wandb_entity", "capture_video", "save_model",
+                     "log_interval", "checkpoint_interval"}
+
+
+class CheckpointUnpickler(pickle.Unpickler):
+    """Classes of this script are found whether it ran as a script (`__main__`) or was imported."""
+
+    def find_class(self, module, name):
+        if module in ("__main__", os.path.basename(__file__)[: -len(".py")]):
+            return getattr(sys.modules[__name__], name)
+        return super().find_class(module, name)
+
+
+def write_checkpoint(path: str, payload: dict):
+    """Atomic: a kill during the write leaves the previous checkpoint in place."""
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def read_checkpoint(args: Args) -> dict:
+    """Loads `--resume`'s checkpoint and checks it belongs to this configuration; stops with exit
+    status 2 and a message naming the flag otherwise. (A checkpoint is a pickle: load only your own.)"""
+    path = os.path.join(args.resume, CHECKPOINT_FILE)
+    if not os.path.isfile(path):
+        fail(f"--resume {args.resume}: no checkpoint there ({path} does not exist; checkpoints are written by "
+             f"runs started with --checkpoint-interval N)")
+    try:
+        with open(path, "rb") as f:
+            checkpoint = CheckpointUnpickler(f).load()
+        saved = checkpoint["args"]
+    except Exception as e:
+        fail(f"--resume {args.resume}: {path} is truncated or not a checkpoint of this script ({type(e).__name__}: {e})")
+    given = asdict(args)
+    differ = [k for k in given if k not in RESUME_FREE_FLAGS and saved.get(k) != given[k]]
+    if differ:
+        fail(f"--resume {args.resume}: the checkpoint was written with other flags: " + ", ".join(
+            f"--{k.replace('_', '-')} {saved.get(k)!r} (this command: {given[k]!r})" for k in differ)
+            + "; resume with the run's own flags")
+    return checkpoint
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation, saving and loading
+# ---------------------------------------------------------------------------------------------
+class SearchPlayer:
+    """The agent with a planner (the evaluation one). It searches at every ply of every game, the
+    opponent's plies too, so that its history holds both players' moves as in self-play; `played` then
+    writes the move actually made into that history."""
+
+    def __init__(self, act_fn, params, num_games: int, history_length: int, obs_shape, seed):
+        self.act_fn, self.params = act_fn, params
+        self.state = initial_actor_state(num_games, history_length, obs_shape)
+        self.key = jax.random.PRNGKey(env_seeds(seed, 1)[0])
+
+    def __call__(self, envs, step: Step, legal, mine):
+        self.key, sub = jax.random.split(self.key)
+        self.state, action, _, _ = self.act_fn(self.params, self.state, step.obs, step.is_first, legal, sub)
+        return np.asarray(action)
+
+    def played(self, actions):
+        self.state = self.state._replace(actions=self.state.actions.at[:, -1].set(actions))
+
+
+class BotPlayer:
+    """OpenSpiel's MCTSBot with random rollouts (`simulations` > 0) or a uniformly random legal move (0),
+    moving in the games where it is to play; fixed by its seed."""
+
+    def __init__(self, game, simulations: int, seed):
+        self.rng = np.random.RandomState(env_seeds(seed, 1)[0])
+        self.bot = None if simulations == 0 else mcts.MCTSBot(
+            game, 2.0, simulations, mcts.RandomRolloutEvaluator(1, self.rng), solve=True, random_state=self.rng)
+
+    def __call__(self, envs, step: Step, legal, mine):
+        actions = np.zeros(len(mine), np.int32)
+        for i in np.flatnonzero(mine):
+            actions[i] = self.rng.choice(np.flatnonzero(legal[i])) if self.bot is None else self.bot.step(envs.states[i]) + 1
+        return actions
+
+    def played(self, actions):
+        pass
+
+
+def play_games(players: tuple, board_size: int, num_games: int, record: bool = False):
+    """Plays `num_games` games of players[0] against players[1] as one batch: players[0] is black (moves
+    first) in the even games and white in the odd ones. Returns players[0]'s score in each game (1 win,
+    0 loss, 0.5 draw: Breakthrough has none), its colour in each (0 black, 1 white), and the observations
+    of game 0 if `record`."""
+    envs = BreakthroughVecEnv(board_size, num_games)
+    step = envs.step(np.zeros(num_games, np.int32))
+    colour = np.arange(num_games) % 2
+    scores, done, frames = np.zeros(num_games), np.zeros(num_games, bool), []
+    while not done.all():
+        if record and not done[0]:
+            frames.append(step.obs[0])
+        legal = envs.legal_actions(step.is_last)
+        turn, moving = step.to_play == colour, ~step.is_last & ~done  # players[0] to move; games still on
+        moves = np.where(turn, players[0](envs, step, legal, turn & moving), players[1](envs, step, legal, ~turn & moving))
+        action = np.where(moving, moves, legal.argmax(1))  # the dummy at the end; games already scored go on
+        for player in players:
+            player.played(action)
+        ended = step.is_last & ~done
+        won_by_mover = np.sign(step.reward[ended])  # the last move's reward is its mover's, 1 - to_play
+        scores[ended] = 0.5 + 0.5 * np.where(1 - step.to_play[ended] == colour[ended], won_by_mover, -won_by_mover)
+        done |= step.is_last
+        step = envs.step(action)
+    return scores, colour, frames
+
+
+OPPONENTS = ("random", "mcts")
+
+
+def evaluate_policy(act_fn, params, args: Args, opponent: str, num_games: int, seed: tuple[int, ...],
+                    record: bool = False):
+    """Plays `num_games` games against `opponent` (random or MCTSBot with --eval-mcts-simulations), both
+    colours equally. `seed` fixes the search noise and the opponent. Returns play_games' output."""
+    envs = BreakthroughVecEnv(args.board_size, 1)
+    agent = SearchPlayer(act_fn, params, num_games, args.history_length, envs.obs_shape, seed)
+    simulations = {"random": 0, "mcts": args.eval_mcts_simulations}[opponent]
+    return play_games((agent, BotPlayer(envs.game, simulations, (*seed, 2))), args.board_size, num_games, record)
+
+
+def save_gif(frames: list, path: str):
+    """Observations as an animated GIF, one colour per channel (as minatar's display)."""
+    import matplotlib
+    from PIL import Image
+
+    c = frames[0].shape[-1]
+    palette = np.vstack([[0, 0, 0], np.asarray(matplotlib.colormaps["cubehelix"](np.linspace(0.2, 0.9, c)))[:, :3]])
+    images = []
+    for f in frames:
+        index = np.max(f * (np.arange(c) + 1), axis=-1).astype(int)
+        rgb = (palette[index] * 255).astype(np.uint8)
+        images.append(Image.fromarray(rgb).resize((160, 160), Image.NEAREST))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    images[0].save(path, save_all=True, append_images=images[1:], duration=50, loop=0)
+
+
+def save_model(path: str, args: Args, params):
+    with open(path, "wb") as f:
+        f.write(flax.serialization.to_bytes(params))
+    with open(path + ".json", "w") as f:
+        json.dump(asdict(args), f, indent=2)
+
+
+def load_model(path: str):
+    """Returns (args, network, params) saved by --save-model."""
+    with open(path + ".json") as f:
+        args = Args(**json.load(f))
+    net = make_network(args, BreakthroughVecEnv(args.board_size, 1).num_actions)
+    template = init_params(net, args, jax.random.PRNGKey(0))
+    with open(path, "rb") as f:
+        params = flax.serialization.from_bytes(template, f.read())
+    return args, net, params
+
+
+def evaluate(model_path: str, eval_games: int = 10, seed: int = 0, opponent: str = "random"):
+    """Loads a saved model and plays `eval_games` games against `opponent` with its evaluation planner;
+    returns the model's score in each (1 win, 0 loss)."""
+    args, net, params = load_model(model_path)
+    act_fn = make_act_fn(net, planner_configs(args)[1], args.gamma)
+    scores, _, _ = evaluate_policy(act_fn, params, args, opponent, eval_games, (seed,))
+    return scores
+
+
+def init_params(net: MuZeroNet, args: Args, key):
+    obs_shape = BreakthroughVecEnv(args.board_size, 1).obs_shape
+    planes = args.history_length * (obs_shape[-1] + net.num_actions)
+    return net.init(key, jnp.zeros((1, *obs_shape[:2], planes)), jnp.zeros((1,), jnp.int32))
+
+
+# ---------------------------------------------------------------------------------------------
+# Learner (main thread)
+# ---------------------------------------------------------------------------------------------
+def main(args: Args):
+    validate_args(args)
+    checkpoint = read_checkpoint(args) if args.resume else None
+    if checkpoint is None:
+        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        run_dir = f"runs/{run_name}"
+    else:
+        run_dir = os.path.normpath(args.resume)
+        run_name = os.path.basename(run_dir)
+    wandb_id = checkpoint["wandb_id"] if checkpoint else None
+    if args.track:
+        import wandb
+
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
+                   config=vars(args), name=run_name, save_code=True, id=wandb_id, resume="allow")
+        wandb_id = wandb.run.id  # kept in checkpoints: a resumed run continues the same W&B run
+    # a resumed run continues the same TensorBoard stream: events the stopped run logged after its
+    # checkpoint are dropped (purge_step), so the stream reads as one uninterrupted run
+    steps_per_iteration = args.num_envs * args.num_steps
+    resumed_at = checkpoint["iteration"] * steps_per_iteration if checkpoint else 0  # environment steps
+    writer = SummaryWriter(run_dir, purge_step=resumed_at + 1 if checkpoint else None)
+    if checkpoint is None:
+        writer.add_text("hyperparameters", "|param|value|\n|-|-|\n%s" % "\n".join(
+            [f"|{key}|{value}|" for key, value in vars(args).items()]))
+    print(f"run: {run_dir}{' (resumed at step %d)' % resumed_at if checkpoint else ''}\n"
+          f"watch it: tensorboard --logdir runs", flush=True)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    key = jax.random.PRNGKey(args.seed)
+    key, net_key, actor_key = jax.random.split(key, 3)
+
+    probe = BreakthroughVecEnv(args.board_size, 1)
+    net = make_network(args, probe.num_actions)
+    params = init_params(net, args, net_key)
+    optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
+    mesh = learner_mesh(args.learner_device_ids)
+    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    state = TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
+    actor_device = jax.local_devices()[args.actor_device_id]
+    train_planner, test_planner = planner_configs(args)
+    act_fn = make_act_fn(net, train_planner, args.gamma)
+    eval_act_fn = make_act_fn(net, test_planner, args.gamma)
+    update_fn = make_update_fn(net, args, optimizer, mesh)
+    priority_fn = make_priority_fn(args)
+
+    L, S = args.history_length, args.num_steps
+    lookahead = args.unroll_steps + args.td_steps
+    replay = Replay(args.buffer_size // S, S, L, lookahead, probe.obs_shape, probe.num_actions, args.sampling,
+                    args.priority_exponent, args.priority_epsilon, args.seed, args.importance_exponent)
+    num_iterations = args.total_timesteps // steps_per_iteration
+
+    # learner counters, and the parameters the actor acts with at its next two iterations (Cleanba:
+    # iteration k uses those put after the learner's iteration k-2; the initial ones for k <= 2)
+    progress = dict(iteration=0, sample_credit=0.0, num_updates=0, next_eval=args.eval_interval,
+                    eval_win_rate={o: float("nan") for o in OPPONENTS}, train_returns=[], metrics={})
+    acting_params = [state.params, state.params]
+    snapshot = None
+    if checkpoint is not None:
+        state = checkpoint["train_state"]
+        replay.load_state(checkpoint["replay"])
+        progress = {k: checkpoint[k] for k in progress}
+        acting_params, snapshot, actor_key = checkpoint["acting_params"], checkpoint["actor"], None
+    state = jax.device_put(state, replicated)
+
+    learner_done = threading.Event()  # set when main returns or raises: the actor then stops waiting
+    params_queue, rollout_queue = queue.Queue(maxsize=1), queue.Queue(maxsize=1)
+    actor = threading.Thread(target=actor_loop, daemon=True, args=(
+        args, act_fn, acting_params[0], acting_params[1:], params_queue, rollout_queue,
+        lambda: not learner_done.is_set(),
+        progress["iteration"] + 1, num_iterations, actor_key, snapshot))
+    actor.start()
+    print(f"compiling the acting and update functions (about a minute on a 2-core CPU); then "
+          f"{args.replay_ratio * steps_per_iteration / args.batch_size:g} updates per actor iteration of "
+          f"{steps_per_iteration} steps, {num_iterations} iterations, a progress line every {args.log_interval:g} s",
+          flush=True)
+
+    start_time = time.time()
+    last_log = start_time
+    p = progress
+    try:
+        for iteration in range(p["iteration"] + 1, num_iterations + 1):
+            t0 = time.time()
+            try:
+                rollout = queue_get(rollout_queue, actor.is_alive)
+            except Stopped:
+                raise RuntimeError("the actor thread ended without handing over a rollout or an error")
+            rollout_wait = time.time() - t0
+            if isinstance(rollout, BaseException):
+                raise RuntimeError("the actor thread failed") from rollout
+            learn_start = time.time()
+            global_step = iteration * steps_per_iteration
+            add_with_priorities(replay, rollout.segments, priority_fn)
+
+            for ret, length in zip(rollout.episode_returns, rollout.episode_lengths):
+                writer.add_scalar("charts/episodic_return", ret, global_step)
+                writer.add_scalar("charts/episodic_length", length, global_step)
+            p["train_returns"] = (p["train_returns"] + rollout.episode_returns)[-20:]
+
+            if replay.num_trainable >= args.learning_starts:
+                p["sample_credit"] += args.replay_ratio * steps_per_iteration
+                while p["sample_credit"] >= args.batch_size:
+                    p["sample_credit"] -= args.batch_size
+                    batch, weights = replay.sample(args.batch_size)
+                    state, metrics = update_fn(state, batch, weights)
+                    p["metrics"] = metrics
+                    p["num_updates"] += 1
+            jax.block_until_ready(state)  # so that the timings below measure the work, not its dispatch
+            t1 = time.time()
+            if iteration <= num_iterations - 2:  # the actor's iteration i + 2 acts with these parameters
+                try:
+                    queue_put(params_queue, state.params, actor.is_alive)
+                except Stopped:
+                    pass  # the actor has ended: the next rollout_queue read reports why
+            acting_params = [acting_params[1], state.params]
+            params_put_wait = time.time() - t1
+            learn_time = time.time() - learn_start
+
+            for k, v in p["metrics"].items():
+                writer.add_scalar(k, float(v), global_step)
+            writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
+            writer.add_scalar("charts/num_updates", p["num_updates"], global_step)
+            writer.add_scalar("charts/root_value", rollout.root_value, global_step)
+            writer.add_scalar("charts/policy_entropy", rollout.policy_entropy, global_step)
+            writer.add_scalar("stats/learner_rollout_queue_wait", rollout_wait, global_step)
+            writer.add_scalar("stats/learner_params_queue_put_wait", params_put_wait, global_step)
+            writer.add_scalar("stats/learner_time", learn_time, global_step)
+            writer.add_scalar("stats/actor_params_queue_wait", rollout.params_wait, global_step)
+            writer.add_scalar("stats/actor_rollout_queue_put_wait", rollout.put_wait, global_step)
+            writer.add_scalar("stats/actor_time", rollout.actor_time, global_step)
+            writer.add_scalar("stats/replay_size", replay.num_trainable, global_step)
+
+            if args.eval_games and (global_step >= p["next_eval"] or iteration == num_iterations):
+                p["next_eval"] += args.eval_interval
+                for i, opponent in enumerate(OPPONENTS):
+                    scores, colour, frames = evaluate_policy(
+                        eval_act_fn, jax.device_put(state.params, actor_device), args, opponent, args.eval_games,
+                        (args.seed, 1, iteration, i), record=args.capture_video and opponent == "mcts")
+                    p["eval_win_rate"][opponent] = float(np.mean(scores))
+                    writer.add_scalar(f"charts/eval_win_rate_{opponent}", p["eval_win_rate"][opponent], global_step)
+                    for side, name in enumerate(("black", "white")):
+                        writer.add_scalar(f"charts/eval_win_rate_{opponent}_as_{name}",
+                                          float(np.mean(scores[colour == side])), global_step)
+                    if args.capture_video and opponent == "mcts":
+                        save_gif([f[..., :2] for f in frames], f"videos/{run_name}/eval_{global_step}.gif")
+
+            p["iteration"] = iteration
+            if rollout.snapshot is not None:  # checkpoint_due(iteration): the actor sent its state
+                t1 = time.time()
+                # every event up to this step must be on disk before the checkpoint says so: tensorboardX's
+                # flush() does not wait for its queue, close() does; the run goes on in a new events file
+                writer.close()
+                writer = SummaryWriter(run_dir, filename_suffix=f".{iteration}")
+                write_checkpoint(os.path.join(run_dir, CHECKPOINT_FILE), {
+                    "args": asdict(args), "wandb_id": wandb_id, **copy.deepcopy(jax.device_get(p)),
+                    "train_state": jax.device_get(state), "replay": replay.state(),
+                    "acting_params": jax.device_get(acting_params), "actor": rollout.snapshot})
+                writer.add_scalar("stats/checkpoint_time", time.time() - t1, global_step)
+                os.makedirs(os.path.join(run_dir, "models"), exist_ok=True)  # for a tournament among checkpoints
+                save_model(os.path.join(run_dir, "models", f"step_{global_step}.muzero_model"), args,
+                           jax.device_get(state.params))
+
+            if time.time() - last_log >= args.log_interval or iteration == num_iterations:
+                last_log = time.time()
+                mean_ret = np.mean(p["train_returns"]) if p["train_returns"] else float("nan")
+                win_rates = " ".join(f"{o}={w:.2f}" for o, w in p["eval_win_rate"].items())
+                print(f"step={global_step} SPS={int(global_step / (last_log - start_time))} "
+                      f"updates={p['num_updates']} first_player_return={mean_ret:.2f} win_rate: {win_rates} "
+                      f"loss={float(p['metrics'].get('losses/total_loss', np.nan)):.3f} "
+                      f"waits: learner={rollout_wait:.2f}s actor={rollout.params_wait:.2f}s", flush=True)
+    except BaseException:
+        # a late error must not lose what the run trained: save the parameters it has, then stop
+        if args.save_model and p["num_updates"]:
+            model_path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
+            save_model(model_path, args, jax.device_get(state.params))
+            print(f"stopped by an error; the parameters after {p['num_updates']} updates are saved to {model_path}",
+                  file=sys.stderr, flush=True)
+        raise
+    finally:
+        learner_done.set()
+        writer.close()
+
+    actor.join()
+    if args.save_model:
+        model_path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
+        save_model(model_path, args, state.params)
+        print(f"model saved to {model_path}")
+    if args.track:
+        wandb.finish()
+    return state
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))

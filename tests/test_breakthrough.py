@@ -1,0 +1,209 @@
+"""Tests of muzero_breakthrough.py: what two players change, against hand computations and OpenSpiel."""
+import glob
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pyspiel
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import muzero_breakthrough as bt
+
+ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
+
+
+# --- environment bridge (4.3.1) --------------------------------------------------------------------
+def test_side_to_move_plane_tells_the_players_apart_on_the_same_board():
+    envs = bt.BreakthroughVecEnv(5, 1)
+    envs.step(np.zeros(1, np.int32))
+    board = envs.observe(0)
+    envs.to_play[0] = 1  # the same position with white to move
+    other = envs.observe(0)
+    assert board.shape == other.shape == (5, 5, 4)
+    np.testing.assert_array_equal(board[..., :3], other[..., :3])  # OpenSpiel's planes cannot tell
+    np.testing.assert_array_equal(board[..., 3], 0)
+    np.testing.assert_array_equal(other[..., 3], 1)
+    np.testing.assert_array_equal(board[0, :, 0], 1)  # black's row at the top, as OpenSpiel prints it
+    np.testing.assert_array_equal(board[4, :, 1], 1)
+
+
+def test_legal_masks_come_from_openspiel_and_the_terminal_reward_goes_to_the_mover():
+    envs = bt.BreakthroughVecEnv(5, 3)
+    game = pyspiel.load_game("breakthrough(rows=5,columns=5)")
+    reference = [game.new_initial_state() for _ in range(3)]
+    rng = np.random.default_rng(0)
+    step = envs.step(np.zeros(3, np.int32))
+    assert step.is_first.all() and not step.is_last.any()
+    np.testing.assert_array_equal(step.to_play, 0)
+    ended = np.zeros(3, bool)
+    while not ended.all():
+        legal = envs.legal_actions(step.is_last)
+        for i, state in enumerate(reference):
+            if step.is_last[i]:
+                np.testing.assert_array_equal(legal[i], np.eye(envs.num_actions)[0])  # only the dummy
+            elif not ended[i]:
+                assert legal[i, 0] == 0
+                np.testing.assert_array_equal(np.flatnonzero(legal[i]) - 1, state.legal_actions())
+                assert step.to_play[i] == state.current_player()
+        actions = np.array([rng.choice(np.flatnonzero(row)) for row in legal])
+        movers = step.to_play.copy()
+        for i, state in enumerate(reference):
+            if not ended[i]:
+                state.apply_action(int(actions[i]) - 1)
+        step = envs.step(actions)
+        for i, state in enumerate(reference):
+            if not ended[i] and state.is_terminal():
+                assert step.is_last[i] and step.to_play[i] == 1 - movers[i]
+                assert step.reward[i] == state.returns()[movers[i]] == 1.0  # the mover won
+                ended[i] = True
+            elif not ended[i]:
+                assert step.reward[i] == 0.0 and not step.is_last[i]
+
+
+# --- planner (4.3.6): negamax --------------------------------------------------------------------
+class TwoPlayerModel:
+    """A hand-written model in place of the network, for the script's own recurrent function. The
+    embedding is (depth, first move). Values and priors are flat; the only reward is +1 to the player
+    who plays move 3 at the root, or who answers the root's move 1 with move 3: 3 wins at once, 1 is a
+    blunder that hands the opponent a winning reply, 2 is quiet."""
+    support_size = 10
+    num_actions = 4
+
+    def apply(self, params, x, action=None, method=None):
+        depth, first = x[:, 0], x[:, 1]
+        if method is bt.MuZeroNet.dynamics:
+            wins = (action == 3) & ((depth == 0) | ((depth == 1) & (first == 1)))
+            reward = jnp.log(bt.scalar_to_categorical(wins.astype(jnp.float32), self.support_size) + 1e-12)
+            return jnp.stack([depth + 1, jnp.where(depth == 0, action, first)], 1), reward
+        value = jnp.log(bt.scalar_to_categorical(jnp.zeros(len(x)), self.support_size) + 1e-12)
+        return jnp.zeros((len(x), self.num_actions)), value
+
+
+def search(embedding, legal_moves, gamma=1.0, batch=4):
+    # the root prior leans to the blunder, so the search must look past it to turn it down
+    root = bt.mctx.RootFnOutput(prior_logits=jnp.tile(jnp.array([0.0, 1.0, 0.0, 0.0]), (batch, 1)), value=jnp.zeros(batch),
+                                embedding=jnp.tile(jnp.asarray(embedding, jnp.int32), (batch, 1)))
+    legal = jnp.zeros((batch, 4), bool).at[:, legal_moves].set(True)
+    cfg = bt.planner_configs(bt.Args(eval_num_simulations=64))[1]
+    recurrent_fn = bt.make_recurrent_fn(TwoPlayerModel(), gamma)
+    out = jax.jit(lambda root, legal: bt.run_search(cfg, None, jax.random.PRNGKey(0), root, recurrent_fn, legal))(root, legal)
+    return np.asarray(out.action), np.asarray(out.search_tree.qvalues(jnp.zeros(batch, jnp.int32)))
+
+
+def test_negamax_search_wins_for_the_player_to_move_and_avoids_the_blunder():
+    action, q = search([0, 0], [1, 2, 3])  # the root player: move 3 wins at once
+    np.testing.assert_array_equal(action, 3)
+    np.testing.assert_allclose(q[:, 3], 1.0, atol=1e-3)
+    action, q = search([1, 1], [1, 2, 3])  # the opponent, after the blunder: its move 3 wins
+    np.testing.assert_array_equal(action, 3)
+    np.testing.assert_allclose(q[:, 3], 1.0, atol=1e-3)
+    action, q = search([0, 0], [1, 2])  # without the win: the quiet move, not the blunder the prior likes
+    np.testing.assert_array_equal(action, 2)
+    # MCTS backs up means: one refutation found among the blunder's visits already makes its Q negative
+    assert np.all(q[:, 1] < -0.05) and np.all(np.abs(q[:, 2]) < 1e-3)
+    # searched as one player (discount +1), the same model takes the opponent's win for its own
+    action, q = search([0, 0], [1, 2], gamma=-1.0)
+    np.testing.assert_array_equal(action, 1)
+    assert np.all(q[:, 1] > 0.1)
+
+
+# --- targets (4.3.7): each step seen by its own player -------------------------------------------
+def window(is_first, is_last, rewards, num_actions=4):
+    n = len(is_first)
+    return {
+        "obs": jnp.zeros((n, 2, 2, 1), jnp.uint8),
+        "reward": jnp.asarray(rewards, jnp.float32),
+        "is_first": jnp.asarray(is_first, bool),
+        "is_last": jnp.asarray(is_last, bool),
+        "action": jnp.ones(n, jnp.int32),
+        "value": 10.0 + jnp.arange(n, dtype=jnp.float32),  # v*_j = 10 + j, each for its own player to move
+        "policy": jnp.full((n, num_actions), 1 / num_actions),
+        "valid": jnp.ones(n, bool),
+    }
+
+
+def test_target_signs_alternate_with_the_player_and_the_terminal_reward_is_the_winners():
+    g = 0.5
+    # one game: steps 0-5, the move at step 4 wins (reward +1 arrives with step 5, the last)
+    w = window([1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0])
+    t = bt.compute_targets(w, history_length=2, unroll_steps=2, td_steps=3, gamma=g)  # c = 2
+    # G_2: the player at step 2 also moves at step 4 and wins: +g^2. G_3: its opponent loses: -g.
+    # G_4: the winning move itself: +1. No bootstrap past the end.
+    np.testing.assert_allclose(t.values, [g**2, -g, 1.0])
+    np.testing.assert_array_equal(t.rewards, [0.0, 0.0])
+    # inside a game, the bootstrap value of step j+N belongs to the player N plies later: sign (-1)^N
+    w = window([1] + [0] * 11, [0] * 12, [0] * 12)
+    t = bt.compute_targets(w, history_length=2, unroll_steps=2, td_steps=3, gamma=g)
+    np.testing.assert_allclose(t.values, [-(g**3) * 15, -(g**3) * 16, -(g**3) * 17])
+    t = bt.compute_targets(w, history_length=2, unroll_steps=2, td_steps=2, gamma=g)
+    np.testing.assert_allclose(t.values, [g**2 * 14, g**2 * 15, g**2 * 16])
+
+
+# --- evaluation ---------------------------------------------------------------------------------------
+def test_evaluator_scores_a_strong_player_near_one_and_its_mirror_near_zero():
+    game = pyspiel.load_game("breakthrough(rows=5,columns=5)")
+    strong, weak = bt.BotPlayer(game, 100, (1,)), bt.BotPlayer(game, 0, (2,))
+    scores, colour, _ = bt.play_games((strong, weak), 5, 20)
+    assert np.sum(colour == 0) == np.sum(colour == 1) == 10  # both colours equally
+    assert set(np.unique(scores)) <= {0.0, 1.0} and np.mean(scores) >= 0.85
+    assert np.mean(scores[colour == 0]) >= 0.8 and np.mean(scores[colour == 1]) >= 0.8
+    scores, colour, _ = bt.play_games((bt.BotPlayer(game, 0, (2,)), bt.BotPlayer(game, 100, (1,))), 5, 20)
+    assert np.mean(scores) <= 0.15
+
+
+def test_untrained_agent_plays_only_legal_moves_and_random_scores_about_half():
+    args = bt.Args(channels=8, repr_blocks=1, pred_blocks=0, head_hidden=16, eval_num_simulations=4)
+    net = bt.make_network(args, bt.BreakthroughVecEnv(5, 1).num_actions)
+    params = bt.init_params(net, args, jax.random.PRNGKey(0))
+    act_fn = bt.make_act_fn(net, bt.planner_configs(args)[1], args.gamma)
+    scores, colour, frames = bt.evaluate_policy(act_fn, params, args, "random", 40, (0,), record=True)
+    # an illegal move would have raised in OpenSpiel's apply_action; an untrained agent is a random player
+    assert 0.25 <= np.mean(scores) <= 0.75
+    assert len(frames) > 5 and frames[0].shape == (5, 5, 4)
+
+
+# --- the script as a user runs it -----------------------------------------------------------------------
+SMALL_RUN = [
+    "--total-timesteps", "1024", "--num-envs", "8", "--num-steps", "32", "--learning-starts", "256",
+    "--batch-size", "32", "--buffer-size", "4096", "--channels", "8", "--repr-blocks", "1", "--pred-blocks", "0",
+    "--head-hidden", "16", "--num-simulations", "4", "--eval-num-simulations", "4", "--eval-games", "4",
+    "--eval-mcts-simulations", "10", "--eval-interval", "512", "--checkpoint-interval", "512", "--seed", "2",
+    "--save-model",
+]
+
+
+def test_self_play_smoke_run_writes_events_checkpoint_models_and_a_playable_model(tmp_path):
+    out = subprocess.run([sys.executable, bt.__file__, *SMALL_RUN], cwd=tmp_path, env=ENV, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (run_dir,) = glob.glob(str(tmp_path / "runs" / "breakthrough__muzero_breakthrough__2__*"))
+    acc = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+    acc.Reload()
+    tags = acc.Tags()["scalars"]
+    for opponent in ("random", "mcts"):
+        rates = [e.value for e in acc.Scalars(f"charts/eval_win_rate_{opponent}")]
+        assert [e.step for e in acc.Scalars(f"charts/eval_win_rate_{opponent}")] == [512, 1024]
+        assert all(r in (0.0, 0.25, 0.5, 0.75, 1.0) for r in rates)
+    lengths = [e.value for e in acc.Scalars("charts/episodic_length")]
+    assert lengths and all(3 <= x <= 71 for x in lengths)  # plies of finished self-play games
+    assert all(abs(e.value) == 1.0 for e in acc.Scalars("charts/episodic_return"))  # the first player won or lost
+    assert "losses/value_loss" in tags and acc.Scalars("charts/num_updates")[-1].value > 0
+    assert os.path.exists(os.path.join(run_dir, "models", "step_512.muzero_model"))
+    scores = bt.evaluate(os.path.join(run_dir, "muzero_breakthrough.muzero_model"), eval_games=4)
+    assert scores.shape == (4,) and set(np.unique(scores)) <= {0.0, 1.0}
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--eval-games", "3"], "--eval-games"),
+    (["--board-size", "2"], "--board-size"),
+    (["--eval-mcts-simulations", "0"], "--eval-mcts-simulations"),
+])
+def test_bad_flags_exit_with_a_message(tmp_path, flags, named):
+    out = subprocess.run([sys.executable, bt.__file__, *flags], cwd=tmp_path, env=ENV, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2 and named in out.stderr and "Traceback" not in out.stderr
+    assert not os.path.exists(tmp_path / "runs")
