@@ -12,6 +12,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import muzero_breakthrough as bt
+from test_runs import cli_main
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 
@@ -202,8 +203,7 @@ def test_self_play_smoke_run_writes_events_checkpoint_models_and_a_playable_mode
     (["--board-size", "2"], "--board-size"),
     (["--eval-mcts-simulations", "0"], "--eval-mcts-simulations"),
 ])
-def test_bad_flags_exit_with_a_message(tmp_path, flags, named):
-    out = subprocess.run([sys.executable, bt.__file__, *flags], cwd=tmp_path, env=ENV, capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 2 and named in out.stderr and "Traceback" not in out.stderr
+def test_bad_flags_exit_with_a_message(tmp_path, monkeypatch, capsys, flags, named):
+    status, stderr = cli_main(bt, flags, tmp_path, monkeypatch, capsys)
+    assert status == 2 and named in stderr and "Traceback" not in stderr
     assert not os.path.exists(tmp_path / "runs")

@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+import tyro
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import muzero_minatar as m
@@ -71,12 +72,27 @@ def test_help_documents_every_flag(tmp_path, module):
     (["--replay-ratio", "1000"], "--replay-ratio"),  # 4,000 updates per iteration, silent for minutes
     (["--resume", "runs/nothing"], "--resume"),
 ])
-def test_bad_flags_exit_with_a_message(tmp_path, flags, named):
-    out = run(flags, tmp_path, timeout=120)
-    assert out.returncode != 0
-    assert named in out.stderr
-    assert "Traceback" not in out.stderr
+def test_bad_flags_exit_with_a_message(tmp_path, monkeypatch, capsys, flags, named):
+    status, stderr = cli_main(m, flags, tmp_path, monkeypatch, capsys)
+    assert status == 2
+    assert named in stderr
+    assert "Traceback" not in stderr
     assert not os.path.exists(tmp_path / "runs")  # stopped before anything was written
+
+
+def cli_main(module, flags, cwd, monkeypatch, capsys):
+    """`python script.py *flags` in this process (no second jax start-up), in `cwd`, for flags that must be
+    refused: returns (exit status, stderr). A run that starts instead fails the test at once."""
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "argv", [module.__file__, *flags])
+
+    def started(*a, **k):
+        raise AssertionError(f"{flags} were accepted: the run started")
+
+    monkeypatch.setattr(module, "SummaryWriter", started)
+    with pytest.raises(SystemExit) as exit_:
+        module.main(tyro.cli(module.Args))
+    return exit_.value.code, capsys.readouterr().err
 
 
 def scalars(run_dir, prefixes):
