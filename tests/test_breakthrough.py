@@ -84,30 +84,31 @@ class TwoPlayerModel:
         return jnp.zeros((len(x), self.num_actions)), value
 
 
-def search(embedding, legal_moves, gamma=1.0, batch=4):
+def search(embedding, legal_moves, planner, gamma=1.0, batch=4):
     # the root prior leans to the blunder, so the search must look past it to turn it down
     root = bt.mctx.RootFnOutput(prior_logits=jnp.tile(jnp.array([0.0, 1.0, 0.0, 0.0]), (batch, 1)), value=jnp.zeros(batch),
                                 embedding=jnp.tile(jnp.asarray(embedding, jnp.int32), (batch, 1)))
     legal = jnp.zeros((batch, 4), bool).at[:, legal_moves].set(True)
-    cfg = bt.planner_configs(bt.Args(eval_num_simulations=64))[1]
+    cfg = bt.planner_configs(bt.Args(planner=planner, eval_num_simulations=64))[1]
     recurrent_fn = bt.make_recurrent_fn(TwoPlayerModel(), gamma)
     out = jax.jit(lambda root, legal: bt.run_search(cfg, None, jax.random.PRNGKey(0), root, recurrent_fn, legal))(root, legal)
     return np.asarray(out.action), np.asarray(out.search_tree.qvalues(jnp.zeros(batch, jnp.int32)))
 
 
-def test_negamax_search_wins_for_the_player_to_move_and_avoids_the_blunder():
-    action, q = search([0, 0], [1, 2, 3])  # the root player: move 3 wins at once
+@pytest.mark.parametrize("planner", ["gumbel", "muzero"])
+def test_negamax_search_wins_for_the_player_to_move_and_avoids_the_blunder(planner):
+    action, q = search([0, 0], [1, 2, 3], planner)  # the root player: move 3 wins at once
     np.testing.assert_array_equal(action, 3)
     np.testing.assert_allclose(q[:, 3], 1.0, atol=1e-3)
-    action, q = search([1, 1], [1, 2, 3])  # the opponent, after the blunder: its move 3 wins
+    action, q = search([1, 1], [1, 2, 3], planner)  # the opponent, after the blunder: its move 3 wins
     np.testing.assert_array_equal(action, 3)
     np.testing.assert_allclose(q[:, 3], 1.0, atol=1e-3)
-    action, q = search([0, 0], [1, 2])  # without the win: the quiet move, not the blunder the prior likes
+    action, q = search([0, 0], [1, 2], planner)  # without the win: the quiet move, not the blunder the prior likes
     np.testing.assert_array_equal(action, 2)
     # MCTS backs up means: one refutation found among the blunder's visits already makes its Q negative
     assert np.all(q[:, 1] < -0.05) and np.all(np.abs(q[:, 2]) < 1e-3)
     # searched as one player (discount +1), the same model takes the opponent's win for its own
-    action, q = search([0, 0], [1, 2], gamma=-1.0)
+    action, q = search([0, 0], [1, 2], planner, gamma=-1.0)
     np.testing.assert_array_equal(action, 1)
     assert np.all(q[:, 1] > 0.1)
 

@@ -16,6 +16,7 @@ import tyro
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import muzero_minatar as m
+import muzero_breakthrough as bt
 import muzero_minatar_reanalyze as r
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "muzero_minatar.py")
@@ -45,12 +46,16 @@ def field_docstrings(script):
     return docs
 
 
-@pytest.mark.parametrize("module", [m, r], ids=["muzero_minatar", "muzero_minatar_reanalyze"])
-def test_help_documents_every_flag(tmp_path, module):
-    out = run(["--help"], tmp_path, script=module.__file__)
-    assert out.returncode == 0
+@pytest.mark.parametrize("module", [m, r, bt], ids=["muzero_minatar", "muzero_minatar_reanalyze", "muzero_breakthrough"])
+def test_help_documents_every_flag(monkeypatch, capsys, module):
+    monkeypatch.setenv("COLUMNS", "500")  # one line per flag: the docstrings are not wrapped
+    monkeypatch.setattr(sys, "argv", [module.__file__, "--help"])
+    with pytest.raises(SystemExit) as exit_:
+        tyro.cli(module.Args)
+    assert exit_.value.code == 0
+    out = capsys.readouterr()
     docs = field_docstrings(module.__file__)
-    help_text = " ".join(out.stdout.split())
+    help_text = " ".join(out.out.split())
     for field in dataclasses.fields(module.Args):
         assert f"--{field.name.replace('_', '-')}" in help_text
         assert docs.get(field.name), f"{field.name} has no docstring"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Learning benchmark of muzero_breakthrough.py at its default (docs) configuration: self-play on
+# Breakthrough 5x5, evaluated against a uniform-random player and OpenSpiel's MCTSBot. Runs every seed
+# one after another (each run uses both cores of a 2-core CPU), then collects each run's win-rate
+# curves into docs/benchmark/muzero_breakthrough/ and redraws the figure and table the docs show.
+#
+#   bash benchmark/muzero_breakthrough.sh                 # seeds 1 2
+#   SEEDS="3" bash benchmark/muzero_breakthrough.sh --track
+#
+# Extra arguments are passed to every run. Each run keeps its checkpoints' parameters in
+# runs/{run_name}/models/ (the material of a tournament among them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SEEDS=${SEEDS:-"1 2"}
+OUT=${OUT:-docs/benchmark/muzero_breakthrough}
+mkdir -p "$OUT/logs"
+cpu_ticks() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+for seed in $SEEDS; do
+  log="$OUT/logs/breakthrough__seed${seed}.log"
+  echo "== breakthrough seed $seed (log: $log)"
+  commit=$(python benchmark/breakthrough_results.py commit --out "$OUT")
+  start=$(date +%s)
+  read -r steal0 total0 < <(cpu_ticks)
+  python muzero_breakthrough.py --seed "$seed" "$@" 2>&1 | tee "$log"
+  wall=$(( $(date +%s) - start ))
+  read -r steal1 total1 < <(cpu_ticks)
+  steal=$(awk -v s=$((steal1 - steal0)) -v t=$((total1 - total0)) 'BEGIN {printf "%.3f", s / t}')
+  run_dir=$(sed -n 's/^run: \(runs\/[^ ]*\).*/\1/p' "$log" | head -n 1)
+  python benchmark/breakthrough_results.py collect --run-dir "$run_dir" --wall-time "$wall" --commit "$commit" \
+    --cpu-steal "$steal" --out "$OUT"
+done
+python benchmark/breakthrough_results.py report --out "$OUT"
