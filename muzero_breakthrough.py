@@ -221,7 +221,7 @@ def validate_args(args: Args):
         if getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive (got {getattr(args, name)})")
     if args.board_size < 3:
-        fail(f"--board-size must be at least 3 (got {args.board_size}): OpenSpiel needs two rows of pieces and one between")
+        fail(f"--board-size must be at least 3 (got {args.board_size}): on a smaller board the first move wins")
     if args.eval_games % 2:
         fail(f"--eval-games must be even (got {args.eval_games}): half the games are played with each colour")
     for name in ["dyn_blocks", "pred_blocks", "eval_games", "learning_starts"]:
