@@ -72,8 +72,8 @@ class Args:
     board_size: int = 5
     """rows and columns of the board, OpenSpiel's breakthrough(rows=n,columns=n) (thesis: 5)"""
     total_timesteps: int = 800_000
-    """total environment steps (plies, both players' moves) taken by the actor, summed over all games (about 50
-    minutes on a 2-core CPU at the defaults)"""
+    """total environment steps (plies, both players' moves) taken by the actor, summed over all games (40 minutes
+    on a 2-core CPU at the defaults, evaluations included)"""
     num_envs: int = 32
     """games played as one batch, both sides by the one network (each restarts when it ends)"""
     num_steps: int = 32
@@ -295,15 +295,15 @@ class BreakthroughVecEnv:
         self.game = pyspiel.load_game(f"breakthrough(rows={board_size},columns={board_size})")
         self.states = [self.game.new_initial_state() for _ in range(num_envs)]
         self.num_actions = self.game.num_distinct_actions() + 1  # |A^a| = |A^e| + dummy
-        c, h, w = self.game.observation_tensor_shape()
+        self.planes = self.game.observation_tensor_shape()  # (C, H, W) of OpenSpiel's tensor
+        c, h, w = self.planes
         self.obs_shape = (h, w, c + 1)
         self.last = np.ones(num_envs, bool)
         self.to_play = np.zeros(num_envs, np.int64)
 
     def observe(self, i: int) -> np.ndarray:
-        c, h, w = self.game.observation_tensor_shape()
-        planes = np.asarray(self.states[i].observation_tensor(0)).reshape(c, h, w).transpose(1, 2, 0)
-        return np.concatenate([planes, np.full((h, w, 1), self.to_play[i])], axis=-1).astype(np.uint8)
+        planes = np.asarray(self.states[i].observation_tensor(0)).reshape(self.planes).transpose(1, 2, 0)
+        return np.concatenate([planes, np.full((*planes.shape[:2], 1), self.to_play[i])], axis=-1).astype(np.uint8)
 
     def step(self, actions: np.ndarray) -> Step:
         n = len(self.states)
