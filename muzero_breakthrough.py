@@ -123,6 +123,10 @@ class Args:
     """scale of the Gumbel noise in training (gumbel planner only; evaluation uses 0, the greedy choice)"""
     max_num_considered_actions: int = 16
     """actions considered by Sequential Halving at the root (gumbel planner only)"""
+    random_move_prob: float = 0.0
+    """probability that a self-play ply plays a uniformly random legal move instead of the search's choice (the
+    search's policy target is kept; evaluation: 0). Without it self-play settles on one winning rush for the first
+    player, the second never defends, and the model never sees what a defence does (docs: Experiment results)"""
     gumbel_rescale_q: bool = False
     """min-max rescale the completed Q-values over a node's actions before they sharpen the policy target and the
     choice inside the tree (gumbel planner only; mctx's default). It stretches a flat model's 1e-7 Q differences to
@@ -231,8 +235,9 @@ def validate_args(args: Args):
                  "dirichlet_alpha", "eval_dirichlet_alpha", "log_interval"]:
         if not getattr(args, name) > 0:
             fail(f"--{name.replace('_', '-')} must be positive (got {getattr(args, name)})")
-    if not 0.0 <= args.dirichlet_fraction <= 1.0:
-        fail(f"--dirichlet-fraction must be in [0, 1] (got {args.dirichlet_fraction})")
+    for name in ["dirichlet_fraction", "random_move_prob"]:
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            fail(f"--{name.replace('_', '-')} must be in [0, 1] (got {getattr(args, name)})")
     if not 0.0 < args.gamma <= 1.0:
         fail(f"--gamma must be in (0, 1] (got {args.gamma})")
     steps_per_iteration = args.num_envs * args.num_steps
@@ -508,16 +513,17 @@ class PlannerConfig:
     gumbel_scale: float
     max_num_considered_actions: int
     gumbel_rescale_q: bool
+    random_move_prob: float
 
 
 def planner_configs(args: Args) -> tuple[PlannerConfig, PlannerConfig]:
     """(training, evaluation) settings, Table 5.1."""
     train = PlannerConfig(args.planner, args.num_simulations, args.pb_c_init, args.pb_c_base, args.temperature,
                           args.dirichlet_alpha, args.dirichlet_fraction, args.gumbel_scale,
-                          args.max_num_considered_actions, args.gumbel_rescale_q)
+                          args.max_num_considered_actions, args.gumbel_rescale_q, args.random_move_prob)
     test = PlannerConfig(args.planner, args.eval_num_simulations, args.eval_pb_c_init, args.pb_c_base,
                          args.eval_temperature, args.eval_dirichlet_alpha, args.dirichlet_fraction, 0.0,
-                         args.max_num_considered_actions, args.gumbel_rescale_q)
+                         args.max_num_considered_actions, args.gumbel_rescale_q, 0.0)
     return train, test
 
 
@@ -574,8 +580,13 @@ def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float):
                                  value=categorical_to_scalar(jax.nn.softmax(value_logits), s), embedding=x)
         out = run_search(cfg, params, rng, root, recurrent_fn, legal)
         root_value = out.search_tree.summary().value
-        actions = jnp.concatenate([actions[:, 1:], out.action[:, None]], axis=1)
-        return ActorState(frames, actions), out.action, root_value, out.action_weights
+        action = out.action
+        if cfg.random_move_prob > 0:  # exploration moves, from keys of their own: the search is the same
+            explore_key, move_key = jax.random.split(jax.random.fold_in(rng, 1))
+            explore = jax.random.uniform(explore_key, action.shape) < cfg.random_move_prob
+            action = jnp.where(explore, jax.random.categorical(move_key, jnp.where(legal, 0.0, -jnp.inf)), action)
+        actions = jnp.concatenate([actions[:, 1:], action[:, None]], axis=1)
+        return ActorState(frames, actions), action, root_value, out.action_weights
 
     return act
 

@@ -168,6 +168,29 @@ def test_untrained_agent_plays_only_legal_moves_and_random_scores_about_half():
     assert len(frames) > 5 and frames[0].shape == (5, 5, 4)
 
 
+def test_random_moves_are_uniform_over_legal_ones_and_keep_the_search_policy_target():
+    args = bt.Args(channels=8, repr_blocks=1, pred_blocks=0, head_hidden=16, num_simulations=4)
+    envs = bt.BreakthroughVecEnv(5, 512)
+    net = bt.make_network(args, envs.num_actions)
+    params = bt.init_params(net, args, jax.random.PRNGKey(0))
+    step = envs.step(np.zeros(512, np.int32))
+    legal = envs.legal_actions(step.is_last)
+    state = bt.initial_actor_state(512, args.history_length, envs.obs_shape)
+    outputs = {}
+    for prob in (0.0, 0.5, 1.0):
+        args.random_move_prob = prob
+        act_fn = bt.make_act_fn(net, bt.planner_configs(args)[0], args.gamma)
+        new_state, action, value, policy = act_fn(params, state, step.obs, step.is_first, legal, jax.random.PRNGKey(3))
+        outputs[prob] = np.asarray(action), np.asarray(policy), np.asarray(new_state.actions[:, -1])
+    searched, policy, _ = outputs[0.0]
+    for prob, (action, policy_p, history) in outputs.items():
+        assert legal[np.arange(512), action].all() and (history == action).all()  # the history holds the move made
+        np.testing.assert_allclose(policy_p, policy, atol=1e-6)  # the target stays the search's
+    counts = np.bincount(outputs[1.0][0], minlength=envs.num_actions)[legal[0]]
+    assert len(counts) == 13 and counts.min() > 15 and counts.max() < 65  # 512 / 13 = 39 each
+    assert (searched == outputs[0.0][0]).all() and 0.3 < np.mean(outputs[0.5][0] != searched) < 0.6
+
+
 # --- the script as a user runs it -----------------------------------------------------------------------
 SMALL_RUN = [
     "--total-timesteps", "1024", "--num-envs", "8", "--num-steps", "32", "--learning-starts", "256",
@@ -203,6 +226,7 @@ def test_self_play_smoke_run_writes_events_checkpoint_models_and_a_playable_mode
     (["--eval-games", "3"], "--eval-games"),
     (["--board-size", "2"], "--board-size"),
     (["--eval-mcts-simulations", "0"], "--eval-mcts-simulations"),
+    (["--random-move-prob", "1.5"], "--random-move-prob"),
 ])
 def test_bad_flags_exit_with_a_message(tmp_path, monkeypatch, capsys, flags, named):
     status, stderr = cli_main(bt, flags, tmp_path, monkeypatch, capsys)
