@@ -78,16 +78,13 @@ def test_help_documents_every_flag(monkeypatch, capsys, module):
     (["--resume", "runs/nothing"], "--resume"),
 ])
 def test_bad_flags_exit_with_a_message(tmp_path, monkeypatch, capsys, flags, named):
-    status, stderr = cli_main(m, flags, tmp_path, monkeypatch, capsys)
-    assert status == 2
-    assert named in stderr
-    assert "Traceback" not in stderr
-    assert not os.path.exists(tmp_path / "runs")  # stopped before anything was written
+    assert_refused(m, flags, named, tmp_path, monkeypatch, capsys)
 
 
-def cli_main(module, flags, cwd, monkeypatch, capsys):
-    """`python script.py *flags` in this process (no second jax start-up), in `cwd`, for flags that must be
-    refused: returns (exit status, stderr). A run that starts instead fails the test at once."""
+def assert_refused(module, flags, named, cwd, monkeypatch, capsys):
+    """`python script.py *flags` in this process (no second jax start-up), in `cwd`, must stop at once: exit
+    status 2, a message naming the flag `named`, no traceback, nothing written. A run that starts instead fails
+    the test at once."""
     monkeypatch.chdir(cwd)
     monkeypatch.setattr(sys, "argv", [module.__file__, *flags])
 
@@ -97,7 +94,9 @@ def cli_main(module, flags, cwd, monkeypatch, capsys):
     monkeypatch.setattr(module, "SummaryWriter", started)
     with pytest.raises(SystemExit) as exit_:
         module.main(tyro.cli(module.Args))
-    return exit_.value.code, capsys.readouterr().err
+    stderr = capsys.readouterr().err
+    assert exit_.value.code == 2 and named in stderr and "Traceback" not in stderr, stderr
+    assert not os.path.exists(os.path.join(cwd, "runs"))  # stopped before anything was written
 
 
 def scalars(run_dir, prefixes):
