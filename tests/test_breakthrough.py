@@ -188,7 +188,9 @@ def test_random_moves_are_uniform_over_legal_ones_and_keep_the_search_policy_tar
         np.testing.assert_allclose(policy_p, policy, atol=1e-6)  # the target stays the search's
     counts = np.bincount(outputs[1.0][0], minlength=envs.num_actions)[legal[0]]
     assert len(counts) == 13 and counts.min() > 15 and counts.max() < 65  # 512 / 13 = 39 each
-    assert (searched == outputs[0.0][0]).all() and 0.3 < np.mean(outputs[0.5][0] != searched) < 0.6
+    # about half the moves (less the random ones that match) differ at 0.5; were the search's key changed by the
+    # flag, an untrained net's Gumbel choice would differ at ~12 of 13 moves
+    assert 0.3 < np.mean(outputs[0.5][0] != searched) < 0.6
 
 
 # --- the script as a user runs it -----------------------------------------------------------------------
