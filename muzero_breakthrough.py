@@ -92,6 +92,9 @@ class Args:
     """residual blocks in the prediction function (thesis: 1)"""
     head_hidden: int = 64
     """hidden width of the value, reward and policy heads (thesis: 128)"""
+    layer_norm: bool = True
+    """LayerNorm after each convolution of the residual blocks (where the thesis has BatchNorm);
+    --no-layer-norm leaves it out"""
     support_size: int = 30
     """value and reward are categorical over the integers [-support_size, support_size] (thesis: 30)"""
 
@@ -409,11 +412,13 @@ def categorical_to_scalar(probs, support_size: int):
 # ---------------------------------------------------------------------------------------------
 class ResidualBlock(nn.Module):
     channels: int
+    layer_norm: bool = True
 
     @nn.compact
     def __call__(self, x):
-        y = nn.relu(nn.LayerNorm()(nn.Conv(self.channels, (3, 3))(x)))
-        y = nn.LayerNorm()(nn.Conv(self.channels, (3, 3))(y))
+        norm = (lambda y: nn.LayerNorm()(y)) if self.layer_norm else (lambda y: y)
+        y = nn.relu(norm(nn.Conv(self.channels, (3, 3))(x)))
+        y = norm(nn.Conv(self.channels, (3, 3))(y))
         return nn.relu(x + y)
 
 
@@ -446,18 +451,19 @@ class MuZeroNet(nn.Module):
     pred_blocks: int
     head_hidden: int
     support_size: int
+    layer_norm: bool = True
 
     def setup(self):
         z = 2 * self.support_size + 1
         self.repr_stem = nn.Conv(self.channels, (1, 1))
-        self.repr_tower = [ResidualBlock(self.channels) for _ in range(self.repr_blocks)]
+        self.repr_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.repr_blocks)]
         self.dyn_stem = nn.Conv(self.channels, (1, 1))
-        self.dyn_tower = [ResidualBlock(self.channels) for _ in range(self.dyn_blocks)]
+        self.dyn_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.dyn_blocks)]
         self.reward_head = Head(self.head_hidden, z)
-        self.pred_tower = [ResidualBlock(self.channels) for _ in range(self.pred_blocks)]
+        self.pred_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.pred_blocks)]
         self.value_head = Head(self.head_hidden, z)
         self.policy_head = Head(self.head_hidden, self.num_actions)
-        self.projection = ResidualBlock(self.channels)
+        self.projection = ResidualBlock(self.channels, self.layer_norm)
 
     def represent(self, stacked):
         """h: stacked history (B, H, W, C_h) -> hidden state (B, H, W, channels)."""
@@ -492,7 +498,7 @@ class MuZeroNet(nn.Module):
 
 def make_network(args: Args, num_actions: int) -> MuZeroNet:
     return MuZeroNet(num_actions, args.channels, args.repr_blocks, args.dyn_blocks, args.pred_blocks,
-                     args.head_hidden, args.support_size)
+                     args.head_hidden, args.support_size, layer_norm=args.layer_norm)
 
 
 # ---------------------------------------------------------------------------------------------

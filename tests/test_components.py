@@ -196,6 +196,18 @@ def test_untrained_network_predicts_zero_value_and_reward_and_a_uniform_prior():
     assert float(jnp.std(x)) > 0.1  # the hidden state itself is not constant
 
 
+def test_no_layer_norm_leaves_the_residual_blocks_without_norm_and_keeps_the_default_names():
+    def block_layers(layer_norm):
+        args = tiny_args(layer_norm=layer_norm)
+        params = m.init_params(m.make_network(args, 4), args, jax.random.PRNGKey(0))["params"]
+        return {name: sorted(layer) for name, layer in params.items() if name.startswith(("repr_tower", "projection"))}
+
+    # the default keeps the parameter names saved models have (a Conv and a LayerNorm twice per block)
+    assert block_layers(True)["projection"] == ["Conv_0", "Conv_1", "LayerNorm_0", "LayerNorm_1"]
+    assert all(layers == ["Conv_0", "Conv_1"] for layers in block_layers(False).values())
+    assert set(block_layers(False)) == set(block_layers(True)) == {"repr_tower_0", "projection"}
+
+
 # --- replay (4.3.14) ------------------------------------------------------------------------------
 def test_sampling_probabilities_and_importance_weights():
     pr = np.array([0.5, 2.0, 0.0, 1.0, 3.0])

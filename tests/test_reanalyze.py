@@ -1,5 +1,4 @@
 """Reanalyze (muzero_minatar_reanalyze.py, thesis 4.3.10): what a refreshed segment holds."""
-import os
 import queue
 
 import jax
