@@ -54,6 +54,8 @@ LEVERS = {  # name: (the lever it is compared with, the defaults it starts from,
     "replay_ratio_4": ("batch_64_strong_reward_focus", [], ["--replay-ratio", "4"]),
     # the reward loss averaged over K = 5 like value and policy
     "reward_loss_mean": ("batch_64_strong_reward_focus", [], ["--reward-coef", "0.2"]),
+    # residual blocks without LayerNorm: the largest elementwise cost of the update on a CPU (speed section)
+    "no_layer_norm": ("batch_64_strong_reward_focus", [], ["--no-layer-norm"]),
 }
 KEYS = ["lever", "env_id", "seed", "frames"]
 # last logged value of each, kept per run (with the min and final search-policy entropy): what the
