@@ -1,0 +1,1428 @@
+"""MuZero for Atari (envpool) in one file: several actor threads, a pmap learner over devices and hosts.
+
+Read top to bottom: Args (every flag, thesis value in its docstring), the environment bridge with the
+dummy action (MooZi thesis 4.3.1-4.3.3), history stacking and the categorical value transform
+(4.3.4, 2.8.6), the flax networks h, g, f and the projection (4.3.5), the MCTX planner (4.3.6),
+training targets (4.3.7), segment replay with prioritized sampling (4.3.14), loss and update
+(4.3.8-4.3.9), the actor threads and the learner loop (Cleanba: each actor thread acts with parameters
+exactly one version behind the learner, so a run's data is fixed by its seed). Beyond
+muzero_minatar.py: envpool's Atari games, MuZero's down-sampling representation network, one replay
+per actor thread, the update under jax.pmap with gradients averaged by lax.pmean over
+--learner-device-ids, and several processes (jax.distributed) forming one data-parallel learner.
+"""
+import copy
+import json
+import os
+import pickle
+import queue
+import random
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from functools import partial
+from typing import Literal, NamedTuple
+
+# XLA's CPU backend hands fused groups of small ops to YNNPACK by default; for this network's 16-channel
+# convolutions on a 10x10 board that makes the learner's update about 1.3x slower (docs: Speed). A user's
+# own XLA_FLAGS come after ours and win. The flag only concerns the CPU backend.
+os.environ["XLA_FLAGS"] = "--xla_cpu_experimental_ynn_fusion_type= " + os.environ.get("XLA_FLAGS", "")
+
+import flax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import envpool
+import mctx
+import numpy as np
+import optax
+import tyro
+from jax.experimental import multihost_utils
+from tensorboardX import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment: fixes environments, network initialisation, search noise and replay sampling"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "muzero-jax"
+    """the wandb's project name"""
+    wandb_entity: str | None = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """if toggled, the first evaluation episode of every evaluation is saved as a GIF in `videos/{run_name}/`"""
+    save_model: bool = False
+    """if toggled, parameters and args are saved to `runs/{run_name}/` at the end of training (and, if the run
+    stops with an error, the parameters it has by then)"""
+    checkpoint_interval: int = 0
+    """environment steps between checkpoints (`runs/{run_name}/checkpoint.pkl`, replaced atomically): everything
+    the run needs to continue exactly as if it had not stopped (0: no checkpoints)"""
+    resume: str | None = None
+    """a run directory `runs/{run_name}` to continue from its checkpoint, with the same flags; the run goes on in
+    that directory and TensorBoard stream and ends exactly as it would have without stopping"""
+
+    # Environment (4.3.1-4.3.2)
+    env_id: str = "Breakout-v5"
+    """an envpool Atari id (`envpool.list_all_envs()`; ROMs come with envpool)"""
+    total_timesteps: int = 100_000
+    """total agent steps taken by all actor threads of all processes (one agent step is --frame-skip frames;
+    100k steps = 400k frames, the Atari 100k benchmark's budget)"""
+    sticky_action_prob: float = 0.25
+    """probability that the emulator repeats the previous action (envpool's repeat_action_probability; 0.25 as
+    the revisited Atari protocol and Cleanba; the MuZero paper: 0, with up to 30 no-op starts)"""
+    frame_skip: int = 4
+    """emulator frames per agent step, the max of the last two observed (MuZero: 4)"""
+    noop_max: int = 30
+    """up to this many no-op actions at the start of each game (MuZero: 30)"""
+    resolution: int = 96
+    """observations are resized to resolution x resolution (MuZero: 96)"""
+    gray_scale: bool = True
+    """grey observations, 1 channel (MuZero: colour, 3 channels; `--no-gray-scale`)"""
+    episodic_life: bool = True
+    """a lost life ends an episode for the targets (no value bootstrapped across it) while the game goes on;
+    returns are logged per game (MuZero: off; most Atari agents since DQN: on). Evaluation plays whole games"""
+    num_envs: int = 16
+    """copies of the environment per actor thread, stepped as one batch (each auto-resets at episode end)"""
+    num_steps: int = 32
+    """steps per environment per actor iteration; also the length of one replay segment"""
+    max_episode_steps: int = 27_000
+    """games are cut after this many agent steps, in training and evaluation (108k frames, 30 minutes of play:
+    the usual Atari cap)"""
+
+    # Inputs and network (4.3.3-4.3.5, 5.1.2)
+    history_length: int = 4
+    """L: frames and actions stacked as the representation input (MuZero Atari: 32)"""
+    channels: int = 32
+    """channels of the residual towers on the down-sampled board (MuZero: 256)"""
+    downsample_blocks: tuple[int, int, int] = (1, 1, 1)
+    """residual blocks after each of the down-sampling steps: stride-2 conv (channels/2), stride-2 conv,
+    average pool; a last average pool follows (MuZero: 2 3 3; 96 pixels become a 6 x 6 board)"""
+    repr_blocks: int = 2
+    """residual blocks in the representation function after down-sampling (MuZero: 16)"""
+    dyn_blocks: int = 1
+    """residual blocks in the dynamics function (MuZero: 16)"""
+    pred_blocks: int = 1
+    """residual blocks in the prediction function (MuZero: 16)"""
+    head_hidden: int = 64
+    """hidden width of the value, reward and policy heads (thesis: 128)"""
+    layer_norm: bool = True
+    """LayerNorm after each convolution of the residual blocks (where the thesis has BatchNorm);
+    --no-layer-norm leaves it out"""
+    support_size: int = 30
+    """value and reward are categorical over the integers [-support_size, support_size] (thesis: 30)"""
+
+    # Planner (4.3.6, Table 5.1)
+    planner: Literal["muzero", "gumbel"] = "muzero"
+    """`muzero`: mctx.muzero_policy (PUCT with Dirichlet noise, as the thesis); `gumbel`: mctx.gumbel_muzero_policy"""
+    num_simulations: int = 8
+    """simulations per acting step in training (thesis: 25; 8 leaves the 2-core CPU to the learner, the bottleneck)"""
+    eval_num_simulations: int = 16
+    """simulations per acting step in evaluation (thesis: 40)"""
+    pb_c_init: float = 2.25
+    """c1 of PUCT in training (muzero planner only; thesis: 2.25)"""
+    eval_pb_c_init: float = 1.75
+    """c1 of PUCT in evaluation (muzero planner only; thesis: 1.75)"""
+    pb_c_base: float = 19652.0
+    """c2 of PUCT (muzero planner only; thesis: 19652)"""
+    temperature: float = 1.0
+    """visit-count temperature for choosing the action in training (muzero planner only; thesis: 1.0)"""
+    eval_temperature: float = 0.25
+    """visit-count temperature in evaluation (muzero planner only; thesis: 0.25)"""
+    dirichlet_alpha: float = 0.2
+    """Dirichlet noise concentration at the root in training (muzero planner only; thesis: 0.2)"""
+    eval_dirichlet_alpha: float = 0.1
+    """Dirichlet noise concentration at the root in evaluation (muzero planner only; thesis: 0.1)"""
+    dirichlet_fraction: float = 0.25
+    """weight of the Dirichlet noise in the root prior (muzero planner only)"""
+    gumbel_scale: float = 1.0
+    """scale of the Gumbel noise in training (gumbel planner only; evaluation uses 0, the greedy choice)"""
+    max_num_considered_actions: int = 16
+    """actions considered by Sequential Halving at the root (gumbel planner only)"""
+    gumbel_rescale_q: bool = True
+    """min-max rescale the completed Q-values over the root's actions before they sharpen the policy target (gumbel
+    planner only; mctx's default). It stretches an untrained model's tiny Q differences to a full logit range of
+    (50 + max visits) x 0.1; `--no-gumbel-rescale-q` keeps Q in return units (times the same factor)"""
+
+    # Targets and replay (4.3.7, 4.3.14)
+    unroll_steps: int = 5
+    """K: steps the dynamics function is unrolled in training (thesis: 5)"""
+    td_steps: int = 10
+    """N: steps of reward before bootstrapping from the search value (thesis: 10)"""
+    gamma: float = 0.997
+    """discount (thesis: 0.997)"""
+    buffer_size: int = 50_000
+    """replay capacity in agent steps over all actor threads (each thread's replay holds its share); the oldest
+    segments are evicted first. A step stores one resolution^2 frame per channel: 50k grey 96 x 96 steps ~0.5 GB"""
+    sampling: Literal["uniform", "proportional", "rank"] = "proportional"
+    """how replay positions are drawn; priorities are |v* - G^N| (4.3.14). Proportional with a small epsilon
+    and the bias kept puts the rare steps near a reward into many batches: Asterix's reward is learnt"""
+    priority_exponent: float = 1.0
+    """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank)"""
+    priority_epsilon: float = 0.01
+    """added to |v* - G^N| so no position has probability zero (proportional sampling)"""
+    importance_exponent: float = 0.0
+    """beta: samples are weighted by (1 / (N P(i)))^beta; 1 undoes the sampling bias in the gradient
+    (MuZero), 0 keeps it (prioritized replay anneals beta from 0.4 to 1)"""
+    learning_starts: int = 2_000
+    """environment steps stored in replay before the first update"""
+
+    # Loss and optimiser (4.3.8-4.3.9, 5.1.2)
+    batch_size: int = 64
+    """training targets per update over all learner devices and processes (thesis: 1024; MuZero Atari: 1024).
+    Each actor thread's replay gives an equal share; each learner device trains on an equal share"""
+    replay_ratio: float = 2.0
+    """samples trained per environment step (thesis: 4)"""
+    learning_rate: float = 3e-3
+    """Adam step size (thesis: 1e-2 at batch 1024)"""
+    max_grad_norm: float = 5.0
+    """global-norm gradient clipping (thesis: 5.0)"""
+    value_coef: float = 0.25
+    """c_v, weight of the value loss (thesis: 0.25)"""
+    reward_coef: float = 1.0
+    """weight of the reward loss (thesis: 1.0)"""
+    consistency_coef: float = 2.0
+    """c_s, weight of the self-consistency loss (thesis: 2.0)"""
+    l2_coef: float = 1e-4
+    """c_L2, weight of the squared parameter norm (thesis: 1e-4)"""
+    target_update_interval: int = 100
+    """updates between copies of the online parameters into the target network"""
+    value_bootstrap: Literal["search", "target_network"] = "search"
+    """what the N-step value targets bootstrap from at j+N: `search`, the root value v* recorded when the step
+    was played (thesis 4.3.7); `target_network`, the target network's value of the stored observations,
+    computed when the sample is drawn (the value half of MuZero Reanalyze: K+1 more initial inferences)"""
+
+    # Logging and evaluation
+    eval_interval: int = 100_000
+    """environment steps between evaluations (one more at the end)"""
+    eval_episodes: int = 32
+    """episodes per evaluation, run as one batch with the evaluation planner (0: no evaluation)"""
+    log_interval: float = 30.0
+    """seconds between progress lines on the console"""
+
+    # Devices and hosts (Cleanba / Sebulba split)
+    num_actor_threads: int = 1
+    """actor threads per process, each with its own envpool instance and replay"""
+    actor_device_ids: tuple[int, ...] = (0,)
+    """indices in jax.local_devices() the actor threads search on (thread i uses the (i mod n)-th; evaluation
+    runs on the first)"""
+    learner_device_ids: tuple[int, ...] = (0,)
+    """indices in jax.local_devices() the learner's update is pmapped over in each process; gradients are
+    averaged over all of them in all processes (lax.pmean)"""
+    coordinator_address: str | None = None
+    """host:port of process 0 (jax.distributed.initialize's coordinator), needed when --num-processes > 1"""
+    num_processes: int = 1
+    """processes (hosts) in the run; each runs its own actor threads, and all learner devices form one learner"""
+    process_id: int = 0
+    """this process's index in [0, --num-processes); process 0 logs, evaluates and saves"""
+
+
+def fail(message: str):
+    """Stops before any compilation with a message naming the flag, exit status 2 (as argparse)."""
+    print(f"{os.path.basename(sys.argv[0])}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+MAX_REPLAY_RATIO = 256  # samples per environment step: EfficientZero's (batch 256, an update per step)
+
+
+def validate_args(args: Args):
+    if not 0 <= args.seed < 2**32:
+        fail(f"--seed must be in [0, 2**32 - 1] (got {args.seed}): it seeds JAX's 32-bit keys")
+    if not args.exp_name or args.exp_name in (".", "..") or not all(c.isalnum() or c in "-_." for c in args.exp_name):
+        fail(f"--exp-name must be a non-empty name of letters, digits, '-', '_' and '.' (got {args.exp_name!r}): "
+             f"it names the run's directory and the saved model's file")
+    if args.checkpoint_interval < 0:
+        fail(f"--checkpoint-interval must be non-negative (got {args.checkpoint_interval})")
+    positive = [
+        "total_timesteps", "num_envs", "num_steps", "history_length", "channels", "frame_skip", "resolution",
+        "num_actor_threads", "num_processes",
+        "repr_blocks", "head_hidden", "support_size", "num_simulations", "eval_num_simulations",
+        "max_num_considered_actions", "unroll_steps", "td_steps", "buffer_size", "batch_size",
+        "target_update_interval", "eval_interval",
+    ]
+    for name in positive:
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive (got {getattr(args, name)})")
+    if args.max_episode_steps <= 0:
+        fail(f"--max-episode-steps must be positive (got {args.max_episode_steps})")
+    try:
+        atari = type(envpool.make_spec(args.env_id)).__name__ == "AtariEnvSpec"
+    except Exception:
+        atari = False
+    if not atari:
+        fail(f"--env-id {args.env_id!r} is not one of envpool's Atari games (e.g. Breakout-v5, Pong-v5)")
+    if args.resolution % 16:
+        fail(f"--resolution must be a multiple of 16 (got {args.resolution}): down-sampling halves it four times")
+    for name in ["dyn_blocks", "pred_blocks", "eval_episodes", "learning_starts", "noop_max"]:
+        if getattr(args, name) < 0:
+            fail(f"--{name.replace('_', '-')} must be non-negative (got {getattr(args, name)})")
+    for name in ["learning_rate", "replay_ratio", "max_grad_norm", "temperature", "eval_temperature",
+                 "dirichlet_alpha", "eval_dirichlet_alpha", "log_interval"]:
+        if not getattr(args, name) > 0:
+            fail(f"--{name.replace('_', '-')} must be positive (got {getattr(args, name)})")
+    for name in ["sticky_action_prob", "dirichlet_fraction"]:
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            fail(f"--{name.replace('_', '-')} must be in [0, 1] (got {getattr(args, name)})")
+    if not 0.0 < args.gamma <= 1.0:
+        fail(f"--gamma must be in (0, 1] (got {args.gamma})")
+    steps_per_iteration = args.num_envs * args.num_steps * global_threads(args)
+    if args.total_timesteps < steps_per_iteration:
+        fail(f"--total-timesteps ({args.total_timesteps}) is less than one actor iteration, "
+             f"--num-envs x --num-steps x --num-actor-threads x --num-processes = {steps_per_iteration}")
+    if args.buffer_size < steps_per_iteration:
+        fail(f"--buffer-size ({args.buffer_size}) must hold at least one iteration, "
+             f"--num-envs x --num-steps x --num-actor-threads x --num-processes = {steps_per_iteration}")
+    if args.batch_size % global_threads(args):
+        fail(f"--batch-size ({args.batch_size}) must split evenly over the {global_threads(args)} actor threads "
+             f"(--num-actor-threads x --num-processes): each thread's replay gives an equal share")
+    if args.batch_size > args.buffer_size:
+        fail(f"--batch-size ({args.batch_size}) is larger than --buffer-size ({args.buffer_size})")
+    if args.learning_starts > args.total_timesteps:
+        fail(f"--learning-starts ({args.learning_starts}) is larger than --total-timesteps "
+             f"({args.total_timesteps}): no update would ever run")
+    if any(b < 0 for b in args.downsample_blocks):
+        fail(f"--downsample-blocks must be non-negative (got {args.downsample_blocks})")
+    if not 0 <= args.process_id < args.num_processes:
+        fail(f"--process-id must be in [0, --num-processes) = [0, {args.num_processes}) (got {args.process_id})")
+    if args.num_processes > 1:
+        host, _, port = (args.coordinator_address or "").rpartition(":")
+        if not host or not port.isdigit():
+            fail(f"--num-processes {args.num_processes} needs --coordinator-address host:port of process 0 "
+                 f"(got {args.coordinator_address!r})")
+    if args.replay_ratio > MAX_REPLAY_RATIO:
+        fail(f"--replay-ratio {args.replay_ratio:g} asks for {args.replay_ratio * steps_per_iteration / args.batch_size:,.0f} "
+             f"updates of --batch-size {args.batch_size} per actor iteration of {steps_per_iteration} steps; the bound is "
+             f"{MAX_REPLAY_RATIO} samples per environment step (EfficientZero's ratio; the thesis used 4)")
+    if args.replay_ratio * args.total_timesteps < args.batch_size:
+        fail(f"--replay-ratio {args.replay_ratio} gives fewer samples over the run than one batch "
+             f"of --batch-size {args.batch_size}: no update would ever run")
+
+
+def validate_devices(args: Args):
+    """Device flags against this process's devices (after jax.distributed.initialize, before compiling)."""
+    num_devices = len(jax.local_devices())
+    for d in (*args.actor_device_ids, *args.learner_device_ids):
+        if not 0 <= d < num_devices:
+            fail(f"device id {d} in --actor-device-ids/--learner-device-ids is not one of the {num_devices} "
+                 f"local devices (on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N gives N)")
+    for name in ("actor_device_ids", "learner_device_ids"):
+        ids = getattr(args, name)
+        if len(set(ids)) != len(ids) or not ids:
+            fail(f"--{name.replace('_', '-')} must be distinct and non-empty (got {ids})")
+    local_batch = args.batch_size // args.num_processes
+    if local_batch % len(args.learner_device_ids):
+        fail(f"--batch-size ({args.batch_size}) must split evenly over the {len(args.learner_device_ids)} "
+             f"--learner-device-ids of each of the {args.num_processes} processes")
+
+
+def global_threads(args: Args) -> int:
+    return args.num_actor_threads * args.num_processes
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment (4.3.1-4.3.3). Agent actions are env actions + 1: index 0 is the dummy action, taken
+# before the first step and at (and after) the last step of an episode.
+# ---------------------------------------------------------------------------------------------
+class Step(NamedTuple):
+    obs: np.ndarray  # (B, H, W, C) uint8 pixels
+    reward: np.ndarray  # (B,) reward that arrived with this observation
+    is_first: np.ndarray  # (B,) bool
+    is_last: np.ndarray  # (B,) bool; the policy still runs here, its action is the dummy one
+    game_over: np.ndarray  # (B,) bool: is_last and the game ended (not only a life, with --episodic-life)
+
+
+def env_seeds(seed: int | tuple[int, ...], num_envs: int) -> np.ndarray:
+    """One 32-bit seed per environment copy, hashed from `seed` (an int or a tuple of ints) by numpy's
+    SeedSequence: runs with different seeds share no environment stream (with `seed + i`, seeds 1 and 2
+    shared 31 of their 32), nor do training and each evaluation (seeded `(seed, 1, iteration)`)."""
+    return np.random.SeedSequence(seed).generate_state(num_envs)
+
+
+class AtariVecEnv:
+    """`num_envs` Atari games of envpool stepped as one batch. envpool resets a game at the step after
+    its last (the thesis' unified main loop: that step's action is ignored, its reward is 0), so the
+    stream never stops. With `episodic_life` a lost life is an episode's last step and the game goes on
+    after it (envpool's reset then only continues it)."""
+
+    def __init__(self, args: Args, num_envs: int, seed, episodic_life: bool):
+        self.envs = envpool.make(
+            args.env_id, env_type="gymnasium", num_envs=num_envs, seed=(env_seeds(seed, num_envs) % 2**31).tolist(),
+            episodic_life=episodic_life, repeat_action_probability=args.sticky_action_prob, frame_skip=args.frame_skip,
+            noop_max=args.noop_max, img_height=args.resolution, img_width=args.resolution,
+            gray_scale=args.gray_scale, stack_num=1, reward_clip=False, max_episode_steps=args.max_episode_steps)
+        self.num_actions = self.envs.action_space.n + 1  # |A^a| = |A^e| + dummy
+        c = 1 if args.gray_scale else 3
+        self.obs_shape = (args.resolution, args.resolution, c)
+        self.last = None
+
+    def step(self, actions: np.ndarray) -> Step:
+        n = len(actions)
+        if self.last is None:  # the first call starts every game
+            obs, _ = self.envs.reset()
+            reward, last, game_over = np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool)
+        else:
+            obs, reward, terminated, truncated, info = self.envs.step(np.maximum(actions - 1, 0))
+            last = terminated | truncated
+            game_over = last & ((info["terminated"] == 1) | truncated | (info["lives"] == 0))
+        first = np.ones(n, bool) if self.last is None else self.last
+        self.last = last
+        obs = np.moveaxis(obs, 1, -1)  # envpool's (C, H, W) -> (H, W, C)
+        return Step(obs, reward.astype(np.float32), first, last.copy(), game_over)
+
+    def legal_actions(self, is_last: np.ndarray) -> np.ndarray:
+        """Mask over agent actions: env actions before the end, only the dummy action at the end."""
+        legal = np.ones((len(is_last), self.num_actions), bool)
+        legal[:, 0] = is_last
+        legal[:, 1:] = ~is_last[:, None]
+        return legal
+
+
+class EpisodeTracker:
+    """Running return and length (env actions taken) of each copy's game, over all its lives; hands back
+    finished games."""
+
+    def __init__(self, num_envs: int):
+        self.returns, self.lengths = np.zeros(num_envs), np.zeros(num_envs, np.int64)
+
+    def update(self, step: Step):
+        self.returns += step.reward
+        self.lengths += ~step.is_last
+        done = np.flatnonzero(step.game_over)
+        finished = (done, self.returns[done].copy(), self.lengths[done].copy())
+        self.returns[done], self.lengths[done] = 0.0, 0
+        return finished
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs (4.3.4) and the scalar <-> categorical transform (2.8.6, 4.3.5)
+# ---------------------------------------------------------------------------------------------
+def action_planes(actions, num_actions: int, height: int, width: int):
+    """One-hot actions divided by |A^a|, tiled over the board: (..., ) -> (..., H, W, |A^a|)."""
+    onehot = jax.nn.one_hot(actions, num_actions) / num_actions
+    return jnp.broadcast_to(onehot[..., None, None, :], (*actions.shape, height, width, num_actions))
+
+
+def stack_history(frames, actions, num_actions: int):
+    """frames (B, L, H, W, C) = o_{t-L+1..t}, actions (B, L) = a_{t-L..t-1}
+    -> (B, H, W, L*(C + |A^a|)) planes for the representation function."""
+    b, l, h, w, c = frames.shape
+    frame_planes = jnp.moveaxis(frames, 1, 3).reshape(b, h, w, l * c)
+    act = jnp.moveaxis(action_planes(actions, num_actions, h, w), 1, 3).reshape(b, h, w, l * num_actions)
+    return jnp.concatenate([frame_planes, act], axis=-1)
+
+
+EPS_PHI = 1e-3
+
+
+def phi(x):
+    return jnp.sign(x) * (jnp.sqrt(jnp.abs(x) + 1) - 1) + EPS_PHI * x
+
+
+def phi_inverse(h):
+    # sign(h) * (((sqrt(1 + 4e(|h| + 1 + e)) - 1) / 2e)^2 - 1), rewritten without the cancellation
+    # in sqrt(1 + y) - 1 so that float32 keeps ~1e-6 relative accuracy.
+    a = jnp.abs(h) + 1 + EPS_PHI
+    root = 2 * a / (1 + jnp.sqrt(1 + 4 * EPS_PHI * a))
+    return jnp.sign(h) * (root**2 - 1)
+
+
+def scalar_to_categorical(x, support_size: int):
+    """Phi: phi(x) as weights on the two nearest integers of [-S, S]; shape (..., 2S+1)."""
+    h = jnp.clip(phi(x), -support_size, support_size)
+    low = jnp.floor(h)
+    frac = h - low
+    idx = (low + support_size).astype(jnp.int32)
+    size = 2 * support_size + 1
+    return jax.nn.one_hot(idx, size) * (1 - frac)[..., None] + jax.nn.one_hot(idx + 1, size) * frac[..., None]
+
+
+def categorical_to_scalar(probs, support_size: int):
+    support = jnp.arange(-support_size, support_size + 1, dtype=probs.dtype)
+    return phi_inverse(jnp.sum(probs * support, axis=-1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Networks (4.3.5, 5.1.2). LayerNorm stands in for the thesis' BatchNorm: acting and learning then
+# use one pure function with no running statistics. Hidden states are min-max scaled to [0, 1]
+# after h and g (MuZero appendix G) so the unrolled dynamics stay bounded.
+# ---------------------------------------------------------------------------------------------
+class ResidualBlock(nn.Module):
+    channels: int
+    layer_norm: bool = True
+
+    @nn.compact
+    def __call__(self, x):
+        norm = (lambda y: nn.LayerNorm()(y)) if self.layer_norm else (lambda y: y)
+        y = nn.relu(norm(nn.Conv(self.channels, (3, 3))(x)))
+        y = norm(nn.Conv(self.channels, (3, 3))(y))
+        return nn.relu(x + y)
+
+
+class Head(nn.Module):
+    """Dense -> LayerNorm -> ReLU -> Dense on the flattened board. The last layer starts at zero, so
+    an untrained network predicts a uniform prior, value 0 and reward 0. With random weights it
+    predicts values of a few units of either sign, which the N-step targets would bootstrap from for
+    as long as those searches stay in replay (without reanalyze, until they are evicted)."""
+    hidden: int
+    out: int
+
+    @nn.compact
+    def __call__(self, x):
+        x = x.reshape(x.shape[0], -1)
+        x = nn.relu(nn.LayerNorm()(nn.Dense(self.hidden)(x)))
+        return nn.Dense(self.out, kernel_init=nn.initializers.zeros)(x)
+
+
+class Downsample(nn.Module):
+    """MuZero's Atari representation front (appendix: 96 x 96 pixels to a 6 x 6 board): a stride-2 conv to
+    channels/2, residual blocks, a stride-2 conv to channels, residual blocks, an average pool of stride 2,
+    residual blocks, an average pool of stride 2."""
+    channels: int
+    blocks: tuple[int, int, int]
+    layer_norm: bool = True
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.Conv(self.channels // 2, (3, 3), strides=2)(x)
+        for _ in range(self.blocks[0]):
+            x = ResidualBlock(self.channels // 2, self.layer_norm)(x)
+        x = nn.Conv(self.channels, (3, 3), strides=2)(x)
+        for _ in range(self.blocks[1]):
+            x = ResidualBlock(self.channels, self.layer_norm)(x)
+        x = nn.avg_pool(x, (3, 3), strides=(2, 2), padding="SAME")
+        for _ in range(self.blocks[2]):
+            x = ResidualBlock(self.channels, self.layer_norm)(x)
+        return nn.avg_pool(x, (3, 3), strides=(2, 2), padding="SAME")
+
+
+def scale_hidden(x):
+    lo = x.min(axis=(1, 2, 3), keepdims=True)
+    hi = x.max(axis=(1, 2, 3), keepdims=True)
+    return (x - lo) / (hi - lo + 1e-5)
+
+
+class MuZeroNet(nn.Module):
+    num_actions: int
+    channels: int
+    downsample_blocks: tuple[int, int, int]
+    repr_blocks: int
+    dyn_blocks: int
+    pred_blocks: int
+    head_hidden: int
+    support_size: int
+    layer_norm: bool = True
+
+    def setup(self):
+        z = 2 * self.support_size + 1
+        self.repr_stem = Downsample(self.channels, self.downsample_blocks, self.layer_norm)
+        self.repr_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.repr_blocks)]
+        self.dyn_stem = nn.Conv(self.channels, (1, 1))
+        self.dyn_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.dyn_blocks)]
+        self.reward_head = Head(self.head_hidden, z)
+        self.pred_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.pred_blocks)]
+        self.value_head = Head(self.head_hidden, z)
+        self.policy_head = Head(self.head_hidden, self.num_actions)
+        self.projection = ResidualBlock(self.channels, self.layer_norm)
+
+    def represent(self, stacked):
+        """h: stacked history (B, H, W, C_h) -> hidden state (B, H/16, W/16, channels)."""
+        x = self.repr_stem(stacked)
+        for block in self.repr_tower:
+            x = block(x)
+        return scale_hidden(x)
+
+    def dynamics(self, x, action):
+        """g: hidden state, action -> next hidden state, reward logits."""
+        b, h, w, _ = x.shape
+        x = self.dyn_stem(jnp.concatenate([x, action_planes(action, self.num_actions, h, w)], -1))
+        for block in self.dyn_tower:
+            x = block(x)
+        return scale_hidden(x), self.reward_head(x)
+
+    def predict(self, x):
+        """f: hidden state -> policy logits, value logits."""
+        for block in self.pred_tower:
+            x = block(x)
+        return self.policy_head(x), self.value_head(x)
+
+    def project(self, x):
+        """rho: the projection used by the self-consistency loss (4.3.8)."""
+        return self.projection(x)
+
+    def __call__(self, stacked, action):  # only used by init, to create every parameter
+        x = self.represent(stacked)
+        x, _ = self.dynamics(x, action)
+        return self.predict(x), self.project(x)
+
+
+def make_network(args: Args, num_actions: int) -> MuZeroNet:
+    return MuZeroNet(num_actions, args.channels, args.downsample_blocks, args.repr_blocks, args.dyn_blocks,
+                     args.pred_blocks, args.head_hidden, args.support_size, layer_norm=args.layer_norm)
+
+
+# ---------------------------------------------------------------------------------------------
+# Planner (4.3.6): MCTX search over the learned model. The legal-action mask applies at the root
+# only (MCTX's `invalid_actions`); inside the tree every action, the dummy one included, is open.
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlannerConfig:
+    policy: str
+    num_simulations: int
+    pb_c_init: float
+    pb_c_base: float
+    temperature: float
+    dirichlet_alpha: float
+    dirichlet_fraction: float
+    gumbel_scale: float
+    max_num_considered_actions: int
+    gumbel_rescale_q: bool
+
+
+def planner_configs(args: Args) -> tuple[PlannerConfig, PlannerConfig]:
+    """(training, evaluation) settings, Table 5.1."""
+    train = PlannerConfig(args.planner, args.num_simulations, args.pb_c_init, args.pb_c_base, args.temperature,
+                          args.dirichlet_alpha, args.dirichlet_fraction, args.gumbel_scale,
+                          args.max_num_considered_actions, args.gumbel_rescale_q)
+    test = PlannerConfig(args.planner, args.eval_num_simulations, args.eval_pb_c_init, args.pb_c_base,
+                         args.eval_temperature, args.eval_dirichlet_alpha, args.dirichlet_fraction, 0.0,
+                         args.max_num_considered_actions, args.gumbel_rescale_q)
+    return train, test
+
+
+def run_search(cfg: PlannerConfig, params, rng, root: mctx.RootFnOutput, recurrent_fn, legal):
+    invalid = ~legal
+    if cfg.policy == "gumbel":
+        return mctx.gumbel_muzero_policy(
+            params, rng, root, recurrent_fn, cfg.num_simulations, invalid_actions=invalid,
+            max_num_considered_actions=cfg.max_num_considered_actions, gumbel_scale=cfg.gumbel_scale,
+            qtransform=partial(mctx.qtransform_completed_by_mix_value, rescale_values=cfg.gumbel_rescale_q))
+    return mctx.muzero_policy(
+        params, rng, root, recurrent_fn, cfg.num_simulations, invalid_actions=invalid,
+        dirichlet_fraction=cfg.dirichlet_fraction, dirichlet_alpha=cfg.dirichlet_alpha,
+        pb_c_init=cfg.pb_c_init, pb_c_base=cfg.pb_c_base, temperature=cfg.temperature)
+
+
+class ActorState(NamedTuple):
+    frames: jax.Array  # (B, L, H, W, C): o_{t-L..t-1} before the step, o_{t-L+1..t} after
+    actions: jax.Array  # (B, L): a_{t-L..t-1}
+
+
+def make_recurrent_fn(net: MuZeroNet, gamma: float):
+    """MCTX's recurrent function: one step of the learned model (dynamics, then prediction)."""
+    s = net.support_size
+
+    def recurrent_fn(params, rng, action, x):
+        x, reward_logits = net.apply(params, x, action, method=MuZeroNet.dynamics)
+        policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+        out = mctx.RecurrentFnOutput(
+            reward=categorical_to_scalar(jax.nn.softmax(reward_logits), s),
+            discount=jnp.full(action.shape, gamma, jnp.float32),
+            prior_logits=policy_logits,
+            value=categorical_to_scalar(jax.nn.softmax(value_logits), s))
+        return out, x
+
+    return recurrent_fn
+
+
+def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float):
+    """One jitted function per acting step: history stacking, initial inference, search, action."""
+    s = net.support_size
+    recurrent_fn = make_recurrent_fn(net, gamma)
+
+    @jax.jit
+    def act(params, state: ActorState, obs, is_first, legal, rng):
+        keep = ~is_first
+        frames = state.frames * keep[:, None, None, None, None]
+        actions = state.actions * keep[:, None]  # zero frames and dummy actions before the first step
+        frames = jnp.concatenate([frames[:, 1:], obs[:, None].astype(jnp.float32)], axis=1)
+        x = net.apply(params, stack_history(frames, actions, net.num_actions), method=MuZeroNet.represent)
+        prior_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+        root = mctx.RootFnOutput(prior_logits=prior_logits,
+                                 value=categorical_to_scalar(jax.nn.softmax(value_logits), s), embedding=x)
+        out = run_search(cfg, params, rng, root, recurrent_fn, legal)
+        root_value = out.search_tree.summary().value
+        actions = jnp.concatenate([actions[:, 1:], out.action[:, None]], axis=1)
+        return ActorState(frames, actions), out.action, root_value, out.action_weights
+
+    return act
+
+
+def initial_actor_state(num_envs: int, history_length: int, obs_shape) -> ActorState:
+    return ActorState(jnp.zeros((num_envs, history_length, *obs_shape), jnp.float32),
+                      jnp.zeros((num_envs, history_length), jnp.int32))
+
+
+# ---------------------------------------------------------------------------------------------
+# Training targets (4.3.7). A window holds steps c-L .. c+K+N of one environment's stream around
+# the position c = L being trained. Steps of another episode are masked: zero frames and dummy
+# actions before it; dummy actions, zero rewards, zero values and a dummy policy after it (4.3.3).
+# ---------------------------------------------------------------------------------------------
+
+
+class Targets(NamedTuple):
+    stacked: jax.Array  # (H, W, C_h) input of h at c
+    next_stacked: jax.Array  # (H, W, C_h) input of h at c+1 (self-consistency target)
+    actions: jax.Array  # (K,) a_c .. a_{c+K-1}
+    rewards: jax.Array  # (K,) r_{c+1} .. r_{c+K}
+    values: jax.Array  # (K+1,) G^N_c .. G^N_{c+K}
+    policies: jax.Array  # (K+1, |A^a|) p*_c .. p*_{c+K}
+    consistency_mask: jax.Array  # () 1 unless c is the episode's last step
+    priority: jax.Array  # () |v*_c - G^N_c|
+
+
+def history_at(window: dict, center: int, history_length: int):
+    """The input of h at step `center` of a window: its L frames and the L actions before them, with
+    frames and actions of an earlier episode replaced by zeros and the dummy action (4.3.4)."""
+    L = history_length
+    episode = jnp.cumsum(window["is_first"])
+    same = episode[center - L + 1: center + 1] == episode[center]
+    frames = window["obs"][center - L + 1: center + 1].astype(jnp.float32) * same[:, None, None, None]
+    acts = window["action"][center - L: center] * (episode[center - L: center] == episode[center])
+    return stack_history(frames[None], acts[None], window["policy"].shape[-1])[0]
+
+
+def bootstrap_histories(window: dict, history_length: int, unroll_steps: int, td_steps: int):
+    """(K+1, H, W, C_h): inputs of h at c+N .. c+K+N, whose values the N-step returns bootstrap from
+    when --value-bootstrap is target_network."""
+    c = history_length
+    return jnp.stack([history_at(window, j + td_steps, history_length) for j in range(c, c + unroll_steps + 1)])
+
+
+def compute_targets(window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float,
+                    bootstrap_values=None) -> Targets:
+    """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis).
+    bootstrap_values: (K+1,) values of the steps c+N .. c+K+N to bootstrap from; default: the root
+    values v* stored when those steps were played."""
+    L, K, N = history_length, unroll_steps, td_steps
+    c = L
+    num_actions = window["policy"].shape[-1]
+    episode = jnp.cumsum(window["is_first"])
+    same = episode == episode[c]  # steps of c's episode; everything after its last step is False
+    actions = jnp.where(same, window["action"], 0)
+    rewards = jnp.where(same, window["reward"], 0.0)
+    alive = same & ~window["is_last"]  # v* = 0 at and after the end
+    values = jnp.where(alive, window["value"], 0.0)
+    if bootstrap_values is None:
+        bootstrap_values = values[c + N: c + K + N + 1]
+    else:
+        bootstrap_values = jnp.where(alive[c + N: c + K + N + 1], bootstrap_values, 0.0)
+    dummy = jax.nn.one_hot(0, num_actions)
+    policies = jnp.where(same[:, None], window["policy"], dummy)
+    discounts = gamma ** jnp.arange(N)
+    # G^N_j = sum_{n<N} gamma^n r_{j+n+1} + gamma^N v_{j+N}, for j = c .. c+K
+    returns = jnp.stack([
+        jnp.sum(discounts * rewards[j + 1: j + N + 1]) + gamma**N * bootstrap_values[j - c] for j in range(c, c + K + 1)
+    ])
+    return Targets(
+        stacked=history_at(window, c, L),
+        next_stacked=history_at(window, c + 1, L),
+        actions=actions[c: c + K],
+        rewards=rewards[c + 1: c + K + 1],
+        values=returns,
+        policies=policies[c: c + K + 1],
+        consistency_mask=(~window["is_last"][c]).astype(jnp.float32),
+        priority=jnp.abs(values[c] - returns[0]),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Replay (4.3.14): fixed-length segments in FIFO order, so long episodes (Freeway: 2500 steps)
+# reach the learner as they are played. A segment holds num_steps trainable positions plus the L
+# steps before and K+N after them that their targets need.
+# ---------------------------------------------------------------------------------------------
+def empty_segments(num_envs: int, span: int, obs_shape, num_actions: int) -> dict:
+    """Steps not played yet: padding that starts a new episode and is never trained on."""
+    return {
+        "obs": np.zeros((num_envs, span, *obs_shape), np.uint8),
+        "reward": np.zeros((num_envs, span), np.float32),
+        "is_first": np.ones((num_envs, span), bool),
+        "is_last": np.zeros((num_envs, span), bool),
+        "action": np.zeros((num_envs, span), np.int32),
+        "value": np.zeros((num_envs, span), np.float32),
+        "policy": np.zeros((num_envs, span, num_actions), np.float32),
+        "valid": np.zeros((num_envs, span), bool),
+    }
+
+
+def gather_windows(segments: dict, seg: np.ndarray, pos: np.ndarray, window: int) -> dict:
+    """Windows of steps pos .. pos+window-1 of segments seg, i.e. c-L .. c+K+N for c = pos+L."""
+    idx = pos[:, None] + np.arange(window)[None]
+    return {k: v[seg[:, None], idx] for k, v in segments.items()}
+
+
+def sampling_probabilities(priorities: np.ndarray, valid: np.ndarray, mode: str, alpha: float, eps: float):
+    """P(i) over all positions; invalid positions get 0. uniform: 1/N; proportional:
+    (p_i + eps)^alpha / sum; rank: (1/rank_i)^alpha / sum, rank 1 = largest priority."""
+    p = np.zeros(priorities.shape, np.float64)
+    if mode == "uniform":
+        p[valid] = 1.0
+    elif mode == "proportional":
+        p[valid] = (priorities[valid].astype(np.float64) + eps) ** alpha
+    else:
+        order = np.argsort(-priorities[valid], kind="stable")
+        ranks = np.empty(len(order), np.float64)
+        ranks[order] = np.arange(1, len(order) + 1)
+        p[valid] = ranks ** (-alpha)
+    return p / p.sum()
+
+
+def importance_weights(probs: np.ndarray, num_valid: int, beta: float = 1.0):
+    """rho_i = (1 / (N * P(i)))^beta."""
+    return (1.0 / (num_valid * probs)) ** beta
+
+
+class Replay:
+    def __init__(self, capacity: int, segment_steps: int, history_length: int, lookahead: int,
+                 obs_shape, num_actions: int, mode: str, alpha: float, eps: float, seed: int,
+                 beta: float = 1.0):
+        self.L, self.S = history_length, segment_steps
+        self.window = history_length + lookahead + 1
+        self.storage = empty_segments(capacity, history_length + segment_steps + lookahead, obs_shape, num_actions)
+        self.priorities = np.zeros((capacity, segment_steps), np.float32)
+        self.capacity, self.next, self.size = capacity, 0, 0
+        self.mode, self.alpha, self.eps, self.beta = mode, alpha, eps, beta
+        self.rng = np.random.default_rng(seed)
+        self.probs = None
+
+    def add(self, segments: dict, priorities: np.ndarray):
+        for i in range(len(priorities)):
+            for k, v in segments.items():
+                self.storage[k][self.next] = v[i]
+            self.priorities[self.next] = priorities[i]
+            self.next = (self.next + 1) % self.capacity
+            self.size = min(self.size + 1, self.capacity)
+        self.probs = None  # recomputed lazily, once per batch of new segments
+
+    def state(self) -> dict:
+        """Everything a checkpoint needs to restore this replay exactly (contents, priorities, sampler)."""
+        return dict(storage=self.storage, priorities=self.priorities, next=self.next, size=self.size,
+                    rng=self.rng.bit_generator.state)
+
+    def load_state(self, state: dict):
+        self.storage, self.priorities, self.next, self.size = (state[k] for k in ("storage", "priorities", "next", "size"))
+        self.rng.bit_generator.state = state["rng"]
+        self.probs = None
+
+    def trainable(self) -> np.ndarray:
+        """(capacity, S) mask of positions whose step was really played."""
+        mask = self.storage["valid"][:, self.L: self.L + self.S].copy()
+        mask[self.size:] = False
+        return mask
+
+    @property
+    def num_trainable(self) -> int:
+        return int(self.trainable().sum())
+
+    def sample(self, batch_size: int):
+        if self.probs is None:
+            valid = self.trainable().ravel()
+            self.probs = sampling_probabilities(self.priorities.ravel(), valid, self.mode, self.alpha, self.eps)
+            self.num_valid = int(valid.sum())
+        flat = self.rng.choice(self.probs.size, size=batch_size, p=self.probs)
+        seg, pos = np.divmod(flat, self.S)
+        batch = gather_windows(self.storage, seg, pos, self.window)
+        return batch, importance_weights(self.probs[flat], self.num_valid, self.beta).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loss and update (4.3.8-4.3.9)
+# ---------------------------------------------------------------------------------------------
+class TrainState(NamedTuple):
+    params: dict
+    target_params: dict
+    opt_state: optax.OptState
+    step: jax.Array
+
+
+def scale_gradient(x, scale: float):
+    return x * scale + jax.lax.stop_gradient(x) * (1 - scale)
+
+
+def masked_mean(x, mask):
+    """Mean of x over mask (0 when the mask is empty)."""
+    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1)
+
+
+def cross_entropy(target_probs, logits):
+    return -jnp.sum(target_probs * jax.nn.log_softmax(logits), axis=-1)
+
+
+def learner_devices(args: Args) -> list:
+    """The learner's devices in every process, process by process: pmap's device order."""
+    return [jax.local_devices(process_index=p)[i] for p in range(args.num_processes) for i in args.learner_device_ids]
+
+
+def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransformation):
+    """One pmapped update over the learner devices of all processes. Each device trains on its share of the
+    batch; lax.pmean averages the gradients, so every device (and process) applies the gradient of the whole
+    batch and keeps the same parameters. Inputs and the state carry a leading axis of this process's
+    learner devices."""
+    K, S = args.unroll_steps, args.support_size
+    targets_fn = jax.vmap(partial(compute_targets, history_length=args.history_length, unroll_steps=K,
+                                  td_steps=args.td_steps, gamma=args.gamma))
+    histories_fn = jax.vmap(partial(bootstrap_histories, history_length=args.history_length, unroll_steps=K,
+                                    td_steps=args.td_steps))
+
+    def scalar(logits):
+        return categorical_to_scalar(jax.nn.softmax(logits), S)
+
+    def loss_fn(params, target_params, window, weights):
+        bootstrap_values = None
+        if args.value_bootstrap == "target_network":  # the value half of MuZero Reanalyze
+            stacked = histories_fn(window)  # (B, K+1, H, W, C_h)
+            x = net.apply(target_params, stacked.reshape(-1, *stacked.shape[2:]), method=MuZeroNet.represent)
+            _, value_logits = net.apply(target_params, x, method=MuZeroNet.predict)
+            bootstrap_values = jax.lax.stop_gradient(scalar(value_logits).reshape(stacked.shape[:2]))
+        t = targets_fn(window, bootstrap_values=bootstrap_values)
+        x = net.apply(params, t.stacked, method=MuZeroNet.represent)
+        policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+        value_prediction = scalar(value_logits)
+        policy_loss = cross_entropy(t.policies[:, 0], policy_logits)
+        value_loss = cross_entropy(scalar_to_categorical(t.values[:, 0], S), value_logits)
+        reward_loss, reward_predictions = 0.0, []
+        for k in range(1, K + 1):
+            x = scale_gradient(x, 0.5)  # halve the gradient entering each dynamics call
+            x, reward_logits = net.apply(params, x, t.actions[:, k - 1], method=MuZeroNet.dynamics)
+            if k == 1:
+                x_one = x
+            policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+            policy_loss += cross_entropy(t.policies[:, k], policy_logits) / K
+            value_loss += cross_entropy(scalar_to_categorical(t.values[:, k], S), value_logits) / K
+            reward_loss += cross_entropy(scalar_to_categorical(t.rewards[:, k - 1], S), reward_logits)
+            reward_predictions.append(scalar(reward_logits))
+        # self-consistency: projected x^1_t towards the (stop-gradient, target-network) x^0_{t+1}
+        projected = net.apply(params, x_one, method=MuZeroNet.project).reshape(x_one.shape[0], -1)
+        x_next = jax.lax.stop_gradient(
+            net.apply(target_params, t.next_stacked, method=MuZeroNet.represent)).reshape(x_one.shape[0], -1)
+        consistency_loss = optax.losses.cosine_distance(projected, x_next, epsilon=1e-8) * t.consistency_mask
+        per_sample = (policy_loss + args.value_coef * value_loss + args.reward_coef * reward_loss
+                      + args.consistency_coef * consistency_loss)
+        l2 = sum(jnp.sum(p**2) for p in jax.tree.leaves(params))
+        loss = jnp.mean(weights * per_sample) + args.l2_coef * l2
+        reward_errors = jnp.abs(jnp.stack(reward_predictions, axis=1) - t.rewards)  # (B, K), as t.rewards
+        rewarding = t.rewards != 0
+        metrics = {
+            "losses/total_loss": loss,
+            "losses/policy_loss": jnp.mean(policy_loss),
+            "losses/value_loss": jnp.mean(value_loss),
+            "losses/reward_loss": jnp.mean(reward_loss),
+            "losses/consistency_loss": jnp.mean(consistency_loss),
+            "losses/l2_loss": l2,
+            "losses/value_target": jnp.mean(t.values[:, 0]),
+            "losses/value_prediction": jnp.mean(value_prediction),
+            "losses/value_error": jnp.mean(jnp.abs(value_prediction - t.values[:, 0])),
+            # |predicted - observed reward| over the unrolled steps, apart on steps with and without reward
+            "losses/reward_error_rewarding": masked_mean(reward_errors, rewarding),
+            "losses/reward_error_other": masked_mean(reward_errors, ~rewarding),
+            "losses/rewarding_share": jnp.mean(rewarding),
+            "losses/importance_weight": jnp.mean(weights),
+        }
+        return loss, metrics
+
+    @partial(jax.pmap, axis_name="batch", devices=learner_devices(args))
+    def update(state: TrainState, window, weights):
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, state.target_params, window, weights)
+        grads, metrics = jax.lax.pmean((grads, metrics), "batch")  # the whole batch's mean
+        metrics["losses/grad_norm"] = optax.tree.norm(grads)
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        step = state.step + 1
+        target_params = optax.periodic_update(params, state.target_params, step, args.target_update_interval)
+        return TrainState(params, target_params, opt_state, step), metrics
+
+    n = len(args.learner_device_ids)
+
+    def split_update(state: TrainState, window: dict, weights: np.ndarray):
+        """window, weights: this process's share of the batch; each local learner device gets an equal part."""
+        window, weights = jax.tree.map(lambda x: x.reshape(n, -1, *x.shape[1:]), (window, weights))
+        return update(state, window, weights)
+
+    return split_update
+
+
+def replicate(tree, args: Args):
+    """A copy of `tree` for each of this process's learner devices (the pmapped update's state)."""
+    return jax.tree.map(lambda x: np.stack([np.asarray(x)] * len(args.learner_device_ids)), tree)
+
+
+def unreplicate(tree):
+    """The first learner device's copy (all copies are equal), on the host: the actor threads and
+    evaluation put it on their own devices."""
+    return jax.tree.map(lambda x: np.asarray(x[0]), tree)
+
+
+def make_priority_fn(args: Args):
+    targets_fn = jax.vmap(partial(compute_targets, history_length=args.history_length,
+                                  unroll_steps=args.unroll_steps, td_steps=args.td_steps, gamma=args.gamma))
+    return jax.jit(lambda window: targets_fn(window).priority)
+
+
+def add_with_priorities(replay: Replay, segments: dict, priority_fn):
+    """Stores segments in replay with the priority |v* - G^N| of each of their positions (4.3.14)."""
+    n, S = len(segments["valid"]), replay.S
+    windows = gather_windows(segments, *np.divmod(np.arange(n * S), S), replay.window)  # (segment, position) pairs
+    replay.add(segments, np.asarray(priority_fn(windows)).reshape(n, S))
+
+
+# ---------------------------------------------------------------------------------------------
+# Actor thread (Cleanba): acts with parameters exactly one version behind the learner.
+# ---------------------------------------------------------------------------------------------
+class Rollout(NamedTuple):
+    segments: dict  # the fields of empty_segments, (num_envs, L + S + K + N, ...)
+    episode_returns: list
+    episode_lengths: list
+    root_value: float
+    policy_entropy: float
+    params_wait: float
+    put_wait: float
+    actor_time: float
+    snapshot: dict | None  # the actor's whole state after this iteration, when a checkpoint is due
+
+
+class Stopped(Exception):
+    """The other thread has ended: stop waiting on the queue."""
+
+
+def queue_get(q: queue.Queue, other_alive):
+    """q.get() that gives up with Stopped once `other_alive()` is False and nothing is left to take."""
+    while True:
+        try:
+            return q.get(timeout=0.5)
+        except queue.Empty:
+            if not other_alive():
+                raise Stopped
+
+
+def queue_put(q: queue.Queue, item, other_alive):
+    """q.put() that gives up with Stopped once `other_alive()` is False."""
+    while True:
+        try:
+            return q.put(item, timeout=0.5)
+        except queue.Full:
+            if not other_alive():
+                raise Stopped
+
+
+def actor_loop(args: Args, thread: int, act_fn, params, pending_params: list, params_queue: queue.Queue,
+               rollout_queue: queue.Queue, learner_alive, first_iteration: int, num_iterations: int, key,
+               snapshot: dict | None = None):
+    """Actor thread `thread` of this process. Plays iterations first_iteration .. num_iterations.
+    Iteration k acts with the parameters the learner put after its iteration k-2 (the initial ones for
+    k <= 2): `params` for the first one, then `pending_params` (a fresh run: [initial]; a resumed one: the
+    checkpoint's), then the queue. `snapshot` (from a checkpoint) restores segments and key; envpool cannot
+    save an emulator, so a resumed thread starts new games (seeded by the iteration it resumes at)."""
+    device = jax.local_devices()[args.actor_device_ids[thread % len(args.actor_device_ids)]]
+    g = args.process_id * args.num_actor_threads + thread  # the thread's index among all processes' threads
+    try:
+        with jax.default_device(device):  # environment inputs go straight to the actor's device
+            n, L, S = args.num_envs, args.history_length, args.num_steps
+            span = L + S + args.unroll_steps + args.td_steps
+            envs = AtariVecEnv(args, n, (args.seed, g) if snapshot is None else (args.seed, g, first_iteration),
+                               args.episodic_life)
+            state = initial_actor_state(n, L, envs.obs_shape)
+            step = envs.step(np.zeros(n, np.int32))
+            episodes = EpisodeTracker(n)
+            if snapshot is None:
+                segments = empty_segments(n, span, envs.obs_shape, envs.num_actions)
+            else:
+                segments, key = snapshot["segments"], snapshot["key"]
+            params = jax.device_put(params, device)
+            put_wait = 0.0
+            for iteration in range(first_iteration, num_iterations + 1):
+                start = time.time()
+                params_wait = 0.0
+                if iteration > first_iteration:
+                    t0 = time.time()
+                    next_params = pending_params.pop(0) if pending_params else queue_get(params_queue, learner_alive)
+                    params = jax.device_put(next_params, device)
+                    params_wait = time.time() - t0
+                for k in segments:
+                    segments[k] = np.roll(segments[k], -S, axis=1)
+                returns, lengths, root_values, entropies = [], [], [], []
+                for t in range(span - S, span):
+                    key, sub = jax.random.split(key)
+                    legal = envs.legal_actions(step.is_last)
+                    state, action, root_value, policy = act_fn(params, state, step.obs, step.is_first, legal, sub)
+                    action, root_value, policy = np.asarray(action), np.asarray(root_value), np.asarray(policy)
+                    played = dict(obs=step.obs, reward=step.reward, is_first=step.is_first, is_last=step.is_last,
+                                  action=action, value=root_value, policy=policy, valid=True)
+                    for k, v in played.items():
+                        segments[k][:, t] = v
+                    _, finished_returns, finished_lengths = episodes.update(step)
+                    returns += finished_returns.tolist()
+                    lengths += finished_lengths.tolist()
+                    root_values.append(root_value.mean())
+                    entropies.append(-np.sum(policy * np.log(policy + 1e-12), -1).mean())
+                    step = envs.step(action)
+                actor_time = time.time() - start
+                snap = None
+                if checkpoint_due(args, iteration, num_iterations):
+                    snap = copy.deepcopy(dict(segments=segments, key=np.asarray(key)))
+                t0 = time.time()
+                queue_put(rollout_queue, Rollout({k: v.copy() for k, v in segments.items()}, returns, lengths,
+                                                 float(np.mean(root_values)), float(np.mean(entropies)),
+                                                 params_wait, put_wait, actor_time, snap), learner_alive)
+                put_wait = time.time() - t0  # reported with the next rollout
+    except Stopped:  # the learner has ended; it reports its own error
+        pass
+    except BaseException as e:  # anything, even KeyboardInterrupt or SystemExit: hand it to the learner
+        try:
+            queue_put(rollout_queue, e, learner_alive)
+        except Stopped:
+            pass
+
+
+def checkpoint_due(args: Args, iteration: int, num_iterations: int) -> bool:
+    """A checkpoint is written after the iterations whose steps cross a multiple of --checkpoint-interval
+    (not after the last one: the run is then complete)."""
+    if not args.checkpoint_interval or iteration >= num_iterations:
+        return False
+    steps = args.num_envs * args.num_steps * global_threads(args)
+    return iteration * steps // args.checkpoint_interval > (iteration - 1) * steps // args.checkpoint_interval
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints: everything a run needs to continue exactly as if it had not stopped
+# ---------------------------------------------------------------------------------------------
+CHECKPOINT_FILE = "checkpoint.pkl"
+# flags that do not change what a run computes: a resumed run may set them differently
+RESUME_FREE_FLAGS = {"resume", "track", "wandb_project_name", "wandb_entity", "capture_video", "save_model",
+                     "log_interval", "checkpoint_interval", "coordinator_address"}
+
+
+class CheckpointUnpickler(pickle.Unpickler):
+    """Classes of this script are found whether it ran as a script (`__main__`) or was imported."""
+
+    def find_class(self, module, name):
+        if module in ("__main__", os.path.basename(__file__)[: -len(".py")]):
+            return getattr(sys.modules[__name__], name)
+        return super().find_class(module, name)
+
+
+def write_checkpoint(path: str, payload: dict):
+    """Atomic: a kill during the write leaves the previous checkpoint in place."""
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def process_dir(run_dir: str, args: Args) -> str:
+    """Where a process writes its events and checkpoint: the run's directory for process 0, a
+    subdirectory `process_{i}` for the others."""
+    return run_dir if args.process_id == 0 else os.path.join(run_dir, f"process_{args.process_id}")
+
+
+def read_checkpoint(args: Args) -> dict:
+    """Loads `--resume`'s checkpoint (this process's) and checks it belongs to this configuration; stops
+    with exit status 2 and a message naming the flag otherwise. (A checkpoint is a pickle: load only your own.)"""
+    path = os.path.join(process_dir(args.resume, args), CHECKPOINT_FILE)
+    if not os.path.isfile(path):
+        fail(f"--resume {args.resume}: no checkpoint there ({path} does not exist; checkpoints are written by "
+             f"runs started with --checkpoint-interval N)")
+    try:
+        with open(path, "rb") as f:
+            checkpoint = CheckpointUnpickler(f).load()
+        saved = checkpoint["args"]
+    except Exception as e:
+        fail(f"--resume {args.resume}: {path} is truncated or not a checkpoint of this script ({type(e).__name__}: {e})")
+    given = asdict(args)
+    differ = [k for k in given if k not in RESUME_FREE_FLAGS and saved.get(k) != given[k]]
+    if differ:
+        fail(f"--resume {args.resume}: the checkpoint was written with other flags: " + ", ".join(
+            f"--{k.replace('_', '-')} {saved.get(k)!r} (this command: {given[k]!r})" for k in differ)
+            + "; resume with the run's own flags")
+    return checkpoint
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation, saving and loading
+# ---------------------------------------------------------------------------------------------
+def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed: int | tuple[int, ...], record: bool = False):
+    """Plays `num_episodes` whole games (all lives) as one batch with the evaluation planner, each cut at
+    --max-episode-steps. `seed` (an int or a tuple of ints) fixes the environments and the search
+    noise. Returns (returns, lengths, frames of game 0 if `record`)."""
+    envs = AtariVecEnv(args, num_episodes, seed, episodic_life=False)
+    state = initial_actor_state(num_episodes, args.history_length, envs.obs_shape)
+    step = envs.step(np.zeros(num_episodes, np.int32))
+    episodes = EpisodeTracker(num_episodes)
+    returns, lengths = np.zeros(num_episodes), np.zeros(num_episodes, np.int64)
+    done = np.zeros(num_episodes, bool)
+    frames = []
+    key = jax.random.PRNGKey(env_seeds(seed, num_episodes + 1)[-1])  # a stream no environment uses
+    while not done.all():
+        if record and not done[0]:
+            frames.append(step.obs[0])
+        key, sub = jax.random.split(key)
+        state, action, _, _ = act_fn(params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub)
+        ended, ended_returns, ended_lengths = episodes.update(step)
+        first_time = ~done[ended]  # each copy counts its first episode only
+        returns[ended[first_time]], lengths[ended[first_time]] = ended_returns[first_time], ended_lengths[first_time]
+        done[ended] = True
+        step = envs.step(np.asarray(action))
+    return returns, lengths, frames
+
+
+def save_gif(frames: list, path: str):
+    """The agent's observations (grey or colour) as an animated GIF."""
+    from PIL import Image
+
+    images = [Image.fromarray(f[..., 0] if f.shape[-1] == 1 else f).resize((160, 160), Image.NEAREST) for f in frames]
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    images[0].save(path, save_all=True, append_images=images[1:], duration=50, loop=0)
+
+
+def save_model(path: str, args: Args, params):
+    with open(path, "wb") as f:
+        f.write(flax.serialization.to_bytes(params))
+    with open(path + ".json", "w") as f:
+        json.dump(asdict(args), f, indent=2)
+
+
+def load_model(path: str):
+    """Returns (args, network, params) saved by --save-model."""
+    with open(path + ".json") as f:
+        args = Args(**json.load(f))
+    net = make_network(args, num_actions(args))
+    template = init_params(net, args, jax.random.PRNGKey(0))
+    with open(path, "rb") as f:
+        params = flax.serialization.from_bytes(template, f.read())
+    return args, net, params
+
+
+def evaluate(model_path: str, eval_episodes: int = 10, seed: int = 0):
+    """Loads a saved model and plays `eval_episodes` episodes with its evaluation planner."""
+    args, net, params = load_model(model_path)
+    act_fn = make_act_fn(net, planner_configs(args)[1], args.gamma)
+    returns, _, _ = evaluate_policy(act_fn, params, args, eval_episodes, seed)
+    return returns
+
+
+def num_actions(args: Args) -> int:
+    """|A^a|: the game's minimal action set + the dummy action."""
+    return envpool.make_spec(args.env_id).action_space.n + 1
+
+
+def init_params(net: MuZeroNet, args: Args, key):
+    planes = args.history_length * ((1 if args.gray_scale else 3) + net.num_actions)
+    return net.init(key, jnp.zeros((1, args.resolution, args.resolution, planes)), jnp.zeros((1,), jnp.int32))
+
+
+# ---------------------------------------------------------------------------------------------
+# Learner (main thread)
+# ---------------------------------------------------------------------------------------------
+def main(args: Args):
+    validate_args(args)
+    if args.num_processes > 1:  # before anything touches a device
+        jax.distributed.initialize(args.coordinator_address, args.num_processes, args.process_id)
+    validate_devices(args)
+    checkpoint = read_checkpoint(args) if args.resume else None
+    if checkpoint is None:
+        started = int(time.time())
+        if args.num_processes > 1:  # one run name in every process: process 0's clock
+            started = int(multihost_utils.broadcast_one_to_all(np.int32(started)))
+        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{started}"
+    else:
+        run_name = os.path.basename(os.path.normpath(args.resume))
+    run_dir = process_dir(f"runs/{run_name}", args)
+    lead = args.process_id == 0  # logs to W&B and evaluates
+    wandb_id = checkpoint["wandb_id"] if checkpoint else None
+    if args.track and lead:
+        import wandb
+
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
+                   config=vars(args), name=run_name, save_code=True, id=wandb_id, resume="allow")
+        wandb_id = wandb.run.id  # kept in checkpoints: a resumed run continues the same W&B run
+    # a resumed run continues the same TensorBoard stream: events the stopped run logged after its
+    # checkpoint are dropped (purge_step), so the stream reads as one uninterrupted run
+    steps_per_iteration = args.num_envs * args.num_steps * global_threads(args)
+    resumed_at = checkpoint["iteration"] * steps_per_iteration if checkpoint else 0  # agent steps
+    writer = SummaryWriter(run_dir, purge_step=resumed_at + 1 if checkpoint else None)
+    if checkpoint is None:
+        writer.add_text("hyperparameters", "|param|value|\n|-|-|\n%s" % "\n".join(
+            [f"|{key}|{value}|" for key, value in vars(args).items()]))
+    print(f"run: {run_dir}{' (resumed at step %d)' % resumed_at if checkpoint else ''}\n"
+          f"watch it: tensorboard --logdir runs", flush=True)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    key = jax.random.PRNGKey(args.seed)
+    key, net_key, actor_key = jax.random.split(key, 3)
+    T = args.num_actor_threads
+    actor_keys = [jax.random.fold_in(actor_key, args.process_id * T + t) for t in range(T)]
+
+    net = make_network(args, num_actions(args))
+    params = init_params(net, args, net_key)  # the same in every process: one seed
+    optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
+    state = TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
+    actor_device = jax.local_devices()[args.actor_device_ids[0]]
+    train_planner, test_planner = planner_configs(args)
+    act_fn = make_act_fn(net, train_planner, args.gamma)
+    eval_act_fn = make_act_fn(net, test_planner, args.gamma)
+    update_fn = make_update_fn(net, args, optimizer)
+    priority_fn = make_priority_fn(args)
+
+    L, S = args.history_length, args.num_steps
+    lookahead = args.unroll_steps + args.td_steps
+    obs_shape = (args.resolution, args.resolution, 1 if args.gray_scale else 3)
+    replays = [Replay(args.buffer_size // global_threads(args) // S, S, L, lookahead, obs_shape, net.num_actions,
+                      args.sampling, args.priority_exponent, args.priority_epsilon, (args.seed, args.process_id * T + t),
+                      args.importance_exponent) for t in range(T)]  # one per actor thread, seeded by its index
+    num_iterations = args.total_timesteps // steps_per_iteration
+
+    # learner counters, and the parameters the actor acts with at its next two iterations (Cleanba:
+    # iteration k uses those put after the learner's iteration k-2; the initial ones for k <= 2)
+    progress = dict(iteration=0, sample_credit=0.0, num_updates=0, next_eval=args.eval_interval,
+                    eval_return=float("nan"), train_returns=[], metrics={})
+    acting_params = [state.params, state.params]
+    snapshots = [None] * T
+    state = replicate(state, args)
+    if checkpoint is not None:
+        state = checkpoint["train_state"]
+        for replay, replay_state in zip(replays, checkpoint["replay"]):
+            replay.load_state(replay_state)
+        progress = {k: checkpoint[k] for k in progress}
+        acting_params, snapshots = checkpoint["acting_params"], checkpoint["actor"]
+
+    learner_done = threading.Event()  # set when main returns or raises: the actors then stop waiting
+    params_queues = [queue.Queue(maxsize=1) for _ in range(T)]
+    rollout_queues = [queue.Queue(maxsize=1) for _ in range(T)]
+    actors = [threading.Thread(target=actor_loop, daemon=True, args=(
+        args, t, act_fn, acting_params[0], acting_params[1:], params_queues[t], rollout_queues[t],
+        lambda: not learner_done.is_set(),
+        progress["iteration"] + 1, num_iterations, actor_keys[t], snapshots[t])) for t in range(T)]
+    for actor in actors:
+        actor.start()
+    print(f"compiling the acting and update functions (about a minute on a 2-core CPU); then "
+          f"{args.replay_ratio * steps_per_iteration / args.batch_size:g} updates per actor iteration of "
+          f"{steps_per_iteration} steps, {num_iterations} iterations, a progress line every {args.log_interval:g} s",
+          flush=True)
+
+    start_time = time.time()
+    last_log = start_time
+    p = progress
+    try:
+        for iteration in range(p["iteration"] + 1, num_iterations + 1):
+            t0 = time.time()
+            rollouts = []
+            for t in range(T):  # in thread order: the data a run sees does not depend on which thread is first
+                try:
+                    rollouts.append(queue_get(rollout_queues[t], actors[t].is_alive))
+                except Stopped:
+                    raise RuntimeError(f"actor thread {t} ended without handing over a rollout or an error")
+                if isinstance(rollouts[t], BaseException):
+                    raise RuntimeError(f"actor thread {t} failed") from rollouts[t]
+            rollout_wait = time.time() - t0
+            learn_start = time.time()
+            global_step = iteration * steps_per_iteration
+            for replay, rollout in zip(replays, rollouts):
+                add_with_priorities(replay, rollout.segments, priority_fn)
+
+            for rollout in rollouts:
+                for ret, length in zip(rollout.episode_returns, rollout.episode_lengths):
+                    writer.add_scalar("charts/episodic_return", ret, global_step)
+                    writer.add_scalar("charts/episodic_length", length, global_step)
+                p["train_returns"] = (p["train_returns"] + rollout.episode_returns)[-20:]
+
+            # every thread's replay fills alike, in every process: all processes start updating together
+            if replays[0].num_trainable * global_threads(args) >= args.learning_starts:
+                p["sample_credit"] += args.replay_ratio * steps_per_iteration
+                while p["sample_credit"] >= args.batch_size:
+                    p["sample_credit"] -= args.batch_size
+                    shares = [replay.sample(args.batch_size // global_threads(args)) for replay in replays]
+                    batch = {k: np.concatenate([b[k] for b, _ in shares]) for k in shares[0][0]}
+                    weights = np.concatenate([w for _, w in shares])
+                    state, metrics = update_fn(state, batch, weights)
+                    p["metrics"] = unreplicate(metrics)  # pmean'd: the same on every device
+                    p["num_updates"] += 1
+            jax.block_until_ready(state)  # so that the timings below measure the work, not its dispatch
+            t1 = time.time()
+            params = unreplicate(state.params)
+            if iteration <= num_iterations - 2:  # the actors' iteration i + 2 acts with these parameters
+                for t in range(T):
+                    try:
+                        queue_put(params_queues[t], params, actors[t].is_alive)
+                    except Stopped:
+                        pass  # the actor has ended: the next rollout_queue read reports why
+            acting_params = [acting_params[1], params]
+            params_put_wait = time.time() - t1
+            learn_time = time.time() - learn_start
+
+            for k, v in p["metrics"].items():
+                writer.add_scalar(k, float(v), global_step)
+            writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
+            writer.add_scalar("charts/num_updates", p["num_updates"], global_step)
+            writer.add_scalar("charts/root_value", np.mean([r.root_value for r in rollouts]), global_step)
+            writer.add_scalar("charts/policy_entropy", np.mean([r.policy_entropy for r in rollouts]), global_step)
+            writer.add_scalar("stats/learner_rollout_queue_wait", rollout_wait, global_step)
+            writer.add_scalar("stats/learner_params_queue_put_wait", params_put_wait, global_step)
+            writer.add_scalar("stats/learner_time", learn_time, global_step)
+            for t, rollout in enumerate(rollouts):  # each actor thread's own (thread 0's with no suffix)
+                suffix = f"_thread{t}" if t else ""
+                writer.add_scalar(f"stats/actor_params_queue_wait{suffix}", rollout.params_wait, global_step)
+                writer.add_scalar(f"stats/actor_rollout_queue_put_wait{suffix}", rollout.put_wait, global_step)
+                writer.add_scalar(f"stats/actor_time{suffix}", rollout.actor_time, global_step)
+            writer.add_scalar("stats/replay_size", sum(r.num_trainable for r in replays), global_step)
+
+            if lead and args.eval_episodes and (global_step >= p["next_eval"] or iteration == num_iterations):
+                p["next_eval"] += args.eval_interval
+                returns, lengths, frames = evaluate_policy(
+                    eval_act_fn, jax.device_put(params, actor_device), args, args.eval_episodes,
+                    (args.seed, 1, iteration), record=args.capture_video)
+                p["eval_return"] = float(np.mean(returns))
+                writer.add_scalar("charts/eval_episodic_return", p["eval_return"], global_step)
+                writer.add_scalar("charts/eval_episodic_length", float(np.mean(lengths)), global_step)
+                if args.capture_video:
+                    save_gif(frames, f"videos/{run_name}/eval_{global_step}.gif")
+
+            p["iteration"] = iteration
+            if rollouts[0].snapshot is not None:  # checkpoint_due(iteration): the actors sent their state
+                t1 = time.time()
+                # every event up to this step must be on disk before the checkpoint says so: tensorboardX's
+                # flush() does not wait for its queue, close() does; the run goes on in a new events file
+                writer.close()
+                writer = SummaryWriter(run_dir, filename_suffix=f".{iteration}")
+                write_checkpoint(os.path.join(run_dir, CHECKPOINT_FILE), {
+                    "args": asdict(args), "wandb_id": wandb_id, **copy.deepcopy(jax.device_get(p)),
+                    "train_state": jax.device_get(state), "replay": [r.state() for r in replays],
+                    "acting_params": jax.device_get(acting_params), "actor": [r.snapshot for r in rollouts]})
+                writer.add_scalar("stats/checkpoint_time", time.time() - t1, global_step)
+
+            if time.time() - last_log >= args.log_interval or iteration == num_iterations:
+                last_log = time.time()
+                mean_ret = np.mean(p["train_returns"]) if p["train_returns"] else float("nan")
+                print(f"step={global_step} SPS={int(global_step / (last_log - start_time))} "
+                      f"updates={p['num_updates']} train_return={mean_ret:.2f} eval_return={p['eval_return']:.2f} "
+                      f"loss={float(p['metrics'].get('losses/total_loss', np.nan)):.3f} "
+                      f"waits: learner={rollout_wait:.2f}s actor={rollouts[0].params_wait:.2f}s", flush=True)
+    except BaseException:
+        # a late error must not lose what the run trained: save the parameters it has, then stop
+        if args.save_model and p["num_updates"]:
+            model_path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
+            save_model(model_path, args, jax.device_get(unreplicate(state.params)))
+            print(f"stopped by an error; the parameters after {p['num_updates']} updates are saved to {model_path}",
+                  file=sys.stderr, flush=True)
+        raise
+    finally:
+        learner_done.set()
+        writer.close()
+
+    for actor in actors:
+        actor.join()
+    state = unreplicate(state)
+    if args.save_model:  # every process its own copy (the same parameters): a host's run directory is complete
+        model_path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
+        save_model(model_path, args, state.params)
+        print(f"model saved to {model_path}")
+    if args.track and lead:
+        wandb.finish()
+    return state
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
