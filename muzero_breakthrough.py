@@ -126,10 +126,10 @@ class Args:
     """scale of the Gumbel noise in training (gumbel planner only; evaluation uses 0, the greedy choice)"""
     max_num_considered_actions: int = 16
     """actions considered by Sequential Halving at the root (gumbel planner only)"""
-    random_move_prob: float = 0.0
+    random_move_prob: float = 0.1
     """probability that a self-play ply plays a uniformly random legal move instead of the search's choice (the
-    search's policy target is kept; evaluation: 0). Without it self-play settles on one winning rush for the first
-    player, the second never defends, and the model never sees what a defence does (docs: Experiment results)"""
+    search's policy target is kept; evaluation: 0). Without it (0) self-play settles on one winning rush for the
+    first player, the second never defends, and the model never sees what a defence does (docs: Experiment results)"""
     gumbel_rescale_q: bool = False
     """min-max rescale the completed Q-values over a node's actions before they sharpen the policy target and the
     choice inside the tree (gumbel planner only; mctx's default). It stretches a flat model's 1e-7 Q differences to
