@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -18,6 +19,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 import muzero_minatar as m
 import muzero_breakthrough as bt
 import muzero_minatar_reanalyze as r
+import muzero_atari_multigpu as ma
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "muzero_minatar.py")
 REANALYZE_SCRIPT = os.path.join(os.path.dirname(SCRIPT), "muzero_minatar_reanalyze.py")
@@ -35,6 +37,29 @@ def run(args, cwd, timeout=600, script=SCRIPT):
                           timeout=timeout)
 
 
+def run_together(jobs, timeout=600):
+    """[(args, cwd, script)] started at once (XLA compiles on one core: two small runs take little more wall
+    time than one); each must exit 0, and every failing one's stderr is shown."""
+    errs = [tempfile.TemporaryFile("w+") for _ in jobs]  # not pipes: a full pipe would stall a run not yet waited on
+    procs = [subprocess.Popen([sys.executable, script, *args], cwd=cwd, env=ENV, stdout=subprocess.DEVNULL,
+                              stderr=err) for (args, cwd, script), err in zip(jobs, errs)]
+    deadline = time.time() + timeout
+    try:
+        for p in procs:
+            p.wait(timeout=max(1.0, deadline - time.time()))
+    finally:  # none is left running after a timeout
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    failed = []
+    for (args, _, script), p, err in zip(jobs, procs, errs):
+        err.seek(0)
+        if p.returncode:
+            failed.append(f"--- {os.path.basename(script)} {' '.join(args)} (exit {p.returncode}):\n{err.read()[-2500:]}")
+        err.close()
+    assert not failed, "\n".join(failed)
+
+
 def field_docstrings(script):
     """Args field -> the docstring written under it in the source."""
     tree = ast.parse(open(script).read())
@@ -46,7 +71,8 @@ def field_docstrings(script):
     return docs
 
 
-@pytest.mark.parametrize("module", [m, r, bt], ids=["muzero_minatar", "muzero_minatar_reanalyze", "muzero_breakthrough"])
+@pytest.mark.parametrize("module", [m, r, bt, ma],
+                         ids=["muzero_minatar", "muzero_minatar_reanalyze", "muzero_breakthrough", "muzero_atari_multigpu"])
 def test_help_documents_every_flag(monkeypatch, capsys, module):
     monkeypatch.setenv("COLUMNS", "500")  # one line per flag: the docstrings are not wrapped
     monkeypatch.setattr(sys, "argv", [module.__file__, "--help"])
@@ -108,13 +134,10 @@ def scalars(run_dir, prefixes):
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
-    dirs = []
+    dirs = [tmp_path_factory.mktemp(name) for name in ("a", "b")]
     # --track (W&B disabled) and --capture-video must not change what the run learns
-    for name, extra in (("a", []), ("b", ["--track", "--capture-video"])):
-        d = tmp_path_factory.mktemp(name)
-        out = run([*SMALL_RUN, "--save-model", *extra], d)
-        assert out.returncode == 0, out.stderr[-3000:]
-        dirs.append(d)
+    run_together([([*SMALL_RUN, "--save-model", *extra], d, SCRIPT)
+                  for d, extra in zip(dirs, ([], ["--track", "--capture-video"]))])
     return dirs
 
 
@@ -160,13 +183,9 @@ RUN_TAGS = ("losses/", "charts/episodic_return", "charts/episodic_length", "char
 @pytest.fixture(scope="module")
 def reanalyze_runs(tmp_path_factory):
     """muzero_minatar_reanalyze.py on the small run at reanalyze ratios 0 and 0.5."""
-    dirs = {}
-    for ratio in ("0", "0.5"):
-        d = tmp_path_factory.mktemp(f"reanalyze{ratio}")
-        out = run([*SMALL_RUN, "--reanalyze-ratio", ratio], d, script=REANALYZE_SCRIPT)
-        assert out.returncode == 0, out.stderr[-3000:]
-        (dirs[ratio],) = glob.glob(str(d / "runs" / "*"))
-    return dirs
+    cwds = {ratio: tmp_path_factory.mktemp(f"reanalyze{ratio}") for ratio in ("0", "0.5")}
+    run_together([([*SMALL_RUN, "--reanalyze-ratio", ratio], d, REANALYZE_SCRIPT) for ratio, d in cwds.items()])
+    return {ratio: glob.glob(str(d / "runs" / "*"))[0] for ratio, d in cwds.items()}
 
 
 def test_reanalyze_ratio_0_is_muzero_minatar(two_runs, reanalyze_runs):
