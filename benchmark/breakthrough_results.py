@@ -70,9 +70,11 @@ def report(out: str):
             ax.axhline(TARGETS[opponent], color=colour, linestyle=":", linewidth=1)
         ax.set(xlabel=label, ylim=(-0.02, 1.02))
         ax.set_xlim(left=0)
+    axes[0].xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
     axes[0].set_ylabel("win rate (both colours)")
     axes[0].legend(loc="lower right", fontsize="small")
-    fig.suptitle(f"Breakthrough 5x5: muzero_breakthrough.py, seeds {', '.join(map(str, sorted(curves.seed.unique())))}"
+    seeds = sorted(curves.seed.unique())
+    fig.suptitle(f"Breakthrough 5x5: muzero_breakthrough.py, seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}"
                  " (dotted: the issue's targets)", fontsize="medium")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "win_rates.png"), dpi=100)
