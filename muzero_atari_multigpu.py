@@ -1421,6 +1421,8 @@ def main(args: Args):
         print(f"model saved to {model_path}")
     if args.track and lead:
         wandb.finish()
+    if args.num_processes > 1:  # every process through the shutdown barrier here, its work done, not at interpreter
+        jax.distributed.shutdown()  # exit (process 0 hosts the coordination service the others report to)
     return state
 
 
