@@ -140,6 +140,11 @@ def random_returns(out: str, episodes: int = 200, seed: int = 0):
     pd.DataFrame(rows).to_csv(os.path.join(out, "random.csv"), index=False)
 
 
+def game_title(env_id: str) -> str:
+    """'MinAtar Breakout' or 'Atari Breakout-v5' (envpool's Atari ids carry a version)."""
+    return f"{'Atari' if '-v' in env_id else 'MinAtar'} {env_id}"
+
+
 def report(out: str):
     runs = pd.read_csv(os.path.join(out, "runs.csv"))
     random_path = os.path.join(out, "random.csv")
@@ -155,11 +160,13 @@ def report(out: str):
             n = curve.seed.nunique()
             line, = ax.plot(stats.index, stats["mean"], style, label=f"{label}, {n} seed{'s' * (n > 1)}")
             ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2, color=line.get_color())
-        ax.set(title=f"MinAtar {env_id}: muzero_minatar.py", xlabel="environment frames", ylabel="episodic return")
+        ax.set(title=f"{game_title(env_id)}: {group.exp_name.iloc[0]}.py", xlabel="environment frames",
+               ylabel="episodic return")
         if env_id in floor:
             ax.axhline(floor[env_id], color="grey", linestyle=":", label="random policy")
         ax.set_xlim(left=0)
-        ax.set_ylim(bottom=0)  # MinAtar rewards are never negative
+        if min(float(np.nanmin(line.get_ydata())) for line in ax.get_lines()) >= 0:
+            ax.set_ylim(bottom=0)  # MinAtar's and most Atari games' returns are never negative (Pong's are)
         ax.legend(loc="upper left", fontsize="small")
         fig.tight_layout()
         fig.savefig(os.path.join(out, f"{env_id}.png"), dpi=100)
@@ -218,7 +225,7 @@ def compare(folders: list[str], out: str):
             rows.append(f"| {env_id} | {label} | {', '.join(map(str, sorted(group.seed)))} | "
                         f"{group.final_eval_return.mean():.2f} | {group.final_train_return_last_50k.mean():.2f} | "
                         f"{group.wall_time_min.mean():.1f} | {reach} (levels {' / '.join(f'{v:.1f}' for v in levels)}) |")
-        axes[0].set(title=f"MinAtar {env_id}: training return", xlabel="environment frames", ylabel="return")
+        axes[0].set(title=f"{game_title(env_id)}: training return", xlabel="environment frames", ylabel="return")
         axes[1].set(title="against wall time", xlabel="minutes since the start of the run (mean over seeds)")
         axes[0].legend(fontsize="small")
         fig.tight_layout()
