@@ -69,6 +69,27 @@ def checkpoint_models(run_dir: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+class OpeningMoves:
+    """Wraps a player: the first `plies` plies of every game are uniformly random legal moves, the same in the
+    two games of a colour pair (games 2k and 2k+1 of play_games). Evaluation players do not explore, so without
+    it every game of a pair of checkpoints with the same colours would be the same game."""
+
+    def __init__(self, inner, plies: int, seed: tuple):
+        self.inner, self.plies, self.seed, self.ply = inner, plies, seed, 0
+
+    def __call__(self, envs, step, legal, mine):
+        actions = np.array(self.inner(envs, step, legal, mine))  # the inner player still sees every ply
+        if self.ply < self.plies:
+            for g in np.flatnonzero(mine):
+                rng = np.random.default_rng([*self.seed, g // 2, self.ply])
+                actions[g] = rng.choice(np.flatnonzero(legal[g]))
+        return actions
+
+    def played(self, actions):
+        self.inner.played(actions)
+        self.ply += 1
+
+
 @dataclass
 class Ladder:
     """Round-robin tournament among a Breakthrough run's checkpoints and two anchors, rated by Bradley-Terry."""
@@ -78,6 +99,9 @@ class Ladder:
     """games each pair plays, half with each colour (even)"""
     mcts_simulations: int = 100
     """simulations of the MCTSBot anchor (random rollouts, as the script's evaluation)"""
+    opening_plies: int = 2
+    """plies at the start of every game played at random (the same for both colours of a pair of games): the
+    games of a match differ although neither player explores (thesis 5.7 does not say how its games varied)"""
     every: int = 1
     """use every n-th checkpoint (the tournament grows with the square of the players)"""
     prior_games: float = 1.0
@@ -96,6 +120,8 @@ def run_ladder(cfg: Ladder):
     models = checkpoint_models(cfg.run_dir)[:: cfg.every]
     if cfg.games_per_pair <= 0 or cfg.games_per_pair % 2:
         raise SystemExit(f"--games-per-pair must be positive and even (got {cfg.games_per_pair})")
+    if cfg.opening_plies < 0:
+        raise SystemExit(f"--opening-plies must be non-negative (got {cfg.opening_plies})")
     if not models:
         raise SystemExit(f"--run-dir {cfg.run_dir}: no models/step_*.muzero_model (run muzero_breakthrough.py "
                          "with --checkpoint-interval; every checkpoint saves one)")
@@ -118,8 +144,9 @@ def run_ladder(cfg: Ladder):
     rows = []
     for i in range(n):
         for j in range(i + 1, n):
-            scores, _, _ = bt.play_games((player(i, (cfg.seed, i, j, 0)), player(j, (cfg.seed, i, j, 1))),
-                                         args.board_size, cfg.games_per_pair)
+            pair = [OpeningMoves(player(k, (cfg.seed, i, j, side)), cfg.opening_plies, (cfg.seed, i, j))
+                    for side, k in enumerate((i, j))]
+            scores, _, _ = bt.play_games(tuple(pair), args.board_size, cfg.games_per_pair)
             wins[i, j], wins[j, i] = scores.sum(), cfg.games_per_pair - scores.sum()
             rows.append({"player": names[i], "opponent": names[j], "wins": wins[i, j], "losses": wins[j, i]})
             print(f"{names[i]} - {names[j]}: {wins[i, j]:g} - {wins[j, i]:g}", flush=True)
@@ -145,7 +172,9 @@ def plot_ladder(ratings, path: str, title: str):
                 label="checkpoints (95% interval)")
     for (_, anchor), style in zip(ratings[ratings.step.isna()].iterrows(), (":", "--")):
         ax.axhline(anchor.elo, color="grey", linestyle=style, label=anchor.player)
-    ax.set(title=f"Elo ladder: {title}", xlabel="training step (plies)", ylabel="Elo (random = 0)")
+    ax.set(xlabel="training step (plies)", ylabel="Elo (random = 0)")
+    ax.set_title(f"Elo ladder of {title}", fontsize="small")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
     ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=100)

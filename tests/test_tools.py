@@ -71,3 +71,25 @@ def test_ladder_plays_every_pair_both_colours_and_rates_the_mcts_anchor_above_ra
     # fixed by the seed
     again = tools.run_ladder(tools.Ladder(**{**vars(cfg), "out": str(tmp_path / "again")}))
     pd.testing.assert_frame_equal(again, ratings)
+
+
+def test_opening_moves_are_random_legal_and_shared_by_the_two_colours_of_a_pair():
+    import muzero_breakthrough as bt
+
+    class FirstLegal:  # a deterministic player: every game it plays alone would be the same
+        def __init__(self):
+            self.moves = []
+
+        def __call__(self, envs, step, legal, mine):
+            return legal.argmax(1)
+
+        def played(self, actions):
+            self.moves.append(np.array(actions))
+
+    players = [tools.OpeningMoves(FirstLegal(), 2, (0, 1)) for _ in range(2)]
+    bt.play_games(tuple(players), 5, 16)
+    moves = np.array(players[0].inner.moves)  # (plies, games): the moves made
+    opening = moves[:2]
+    np.testing.assert_array_equal(opening[:, 0::2], opening[:, 1::2])  # both colours of a pair: one opening
+    assert len({tuple(o) for o in opening[:, 0::2].T}) >= 6  # 8 pairs, 13 x ~13 openings: they differ
+    assert len({tuple(g) for g in moves[:6].T}) >= 6  # and so do the games after them
