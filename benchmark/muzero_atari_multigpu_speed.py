@@ -8,7 +8,8 @@ Each setting is a short run of the script at its defaults (plus the setting's fl
 (forced host devices must be set before jax starts). The figures are medians over the actor iterations after
 --warmup ones (compilation and the first updates excluded), read from process 0's TensorBoard events:
   * agent steps/s: steps of all actor threads of all processes per second of wall time between iterations;
-  * acting decisions/s: each thread's num_envs x num_steps over its stats/actor_time;
+  * acting decisions/s: each thread's num_envs x num_steps over its stats/actor_time less its wait for
+    parameters (the time it spends acting and stepping its games);
   * learner samples/s: batch_size x updates per iteration over stats/learner_time;
   * waits: stats/actor_params_queue_wait (per thread: the actor waiting for parameters, i.e. for the
     learner) and stats/learner_rollout_queue_wait (the learner waiting for the actors), as shares of an
@@ -85,7 +86,9 @@ def summarize(run_dir: str, name: str, steps: int, warmup: int) -> dict:
     result = {
         "setting": name,
         "agent_steps_per_s": float(steps / np.median(wall)),
-        "acting_decisions_per_s": [float(PER_THREAD / np.median(series(t))) for t in threads],
+        # stats/actor_time runs from the start of an actor iteration, its wait for parameters included
+        "acting_decisions_per_s": [float(PER_THREAD / np.median(
+            series(t) - series(t.replace("actor_time", "actor_params_queue_wait")))) for t in threads],
         "learner_samples_per_s": float(np.median(updates) * DEFAULTS.batch_size / np.median(series("stats/learner_time"))),
         "actor_params_wait_share": [float(np.median(series(t.replace("actor_time", "actor_params_queue_wait")) / wall))
                                     for t in threads],
