@@ -117,22 +117,26 @@ def run_ladder(cfg: Ladder):
     import pandas as pd
     import muzero_breakthrough as bt
 
-    models = checkpoint_models(cfg.run_dir)[:: cfg.every]
-    if cfg.games_per_pair <= 0 or cfg.games_per_pair % 2:
-        raise SystemExit(f"--games-per-pair must be positive and even (got {cfg.games_per_pair})")
+    for name in ["games_per_pair", "mcts_simulations", "every"]:
+        if getattr(cfg, name) <= 0:
+            bt.fail(f"--{name.replace('_', '-')} must be positive (got {getattr(cfg, name)})")
+    if cfg.games_per_pair % 2:
+        bt.fail(f"--games-per-pair must be even (got {cfg.games_per_pair}): half the games with each colour")
     if cfg.opening_plies < 0:
-        raise SystemExit(f"--opening-plies must be non-negative (got {cfg.opening_plies})")
+        bt.fail(f"--opening-plies must be non-negative (got {cfg.opening_plies})")
+    models = checkpoint_models(cfg.run_dir)[:: cfg.every]
     if not models:
-        raise SystemExit(f"--run-dir {cfg.run_dir}: no models/step_*.muzero_model (run muzero_breakthrough.py "
-                         "with --checkpoint-interval; every checkpoint saves one)")
+        bt.fail(f"--run-dir {cfg.run_dir}: no models/step_*.muzero_model (run muzero_breakthrough.py with "
+                "--checkpoint-interval; every checkpoint saves one)")
     out = cfg.out or os.path.join(cfg.run_dir, "ladder")
     os.makedirs(out, exist_ok=True)
-    args, net, _ = bt.load_model(models[0][1])
+    loaded = [bt.load_model(path) for _, path in models]
+    args, net, _ = loaded[0]  # the checkpoints of one run share their flags and network
     act_fn = bt.make_act_fn(net, bt.planner_configs(args)[1], args.gamma)  # one compiled search for all
     game = bt.BreakthroughVecEnv(args.board_size, 1)
     names = ["random", f"mcts{cfg.mcts_simulations}"] + [f"step_{step}" for step, _ in models]
     steps = [np.nan, np.nan] + [step for step, _ in models]
-    params = [None, None] + [bt.load_model(path)[2] for _, path in models]
+    params = [None, None] + [p for _, _, p in loaded]
 
     def player(i, pair_seed):
         if i < 2:

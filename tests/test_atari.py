@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import muzero_atari_multigpu as ma
-from test_runs import assert_refused, scalars
+from test_runs import assert_refused, run_together, scalars
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 ENV2 = {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
@@ -133,14 +133,6 @@ RUN = [*SMALL, "--total-timesteps", "768", "--learning-starts", "128", "--batch-
 MODEL = "muzero_atari_multigpu.muzero_model"
 
 
-def start(cwd, flags, env):
-    # a process still running after 600 s gets SIGABRT: faulthandler then prints every thread's stack (JAX catches
-    # SIGTERM), and SIGKILL follows 30 s later if even that does not end it
-    return subprocess.Popen(["timeout", "-s", "ABRT", "-k", "30", "600", sys.executable, "-X", "faulthandler",
-                             ma.__file__, *RUN, *flags], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
 @pytest.fixture(scope="module")
 def layouts(tmp_path_factory):
     """One seed, 2 actor threads of 2 games each (2 x 2 x 16 = 64 steps an iteration), in two layouts started
@@ -152,15 +144,10 @@ def layouts(tmp_path_factory):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    procs = [start(one, ["--num-actor-threads", "2", "--actor-device-ids", "0", "1", "--learner-device-ids", "0", "1"],
-                   ENV2)]
-    procs += [start(two, ["--num-processes", "2", "--coordinator-address", f"127.0.0.1:{port}", "--process-id", str(i)],
-                    {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}) for i in range(2)]
-    errs = [p.communicate()[1] for p in procs]
-    # every process's end is shown when one fails: a process that fails can be the victim of another
-    assert [p.returncode for p in procs] == [0, 0, 0], "\n".join(
-        f"--- {name} (exit {p.returncode}):\n{err[-2500:]}"
-        for name, p, err in zip(["one process", "process 0 of 2", "process 1 of 2"], procs, errs))
+    run_together([([*RUN, "--num-actor-threads", "2", "--actor-device-ids", "0", "1", "--learner-device-ids", "0", "1"],
+                   one, ma.__file__, ENV2)]
+                 + [([*RUN, "--num-processes", "2", "--coordinator-address", f"127.0.0.1:{port}", "--process-id", str(i)],
+                     two, ma.__file__, {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}) for i in range(2)])
     (one_dir,), (two_dir,) = glob.glob(str(one / "runs" / "*")), glob.glob(str(two / "runs" / "*"))
     return one_dir, two_dir
 

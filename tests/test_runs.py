@@ -38,21 +38,24 @@ def run(args, cwd, timeout=600, script=SCRIPT):
 
 
 def run_together(jobs, timeout=600):
-    """[(args, cwd, script)] started at once (XLA compiles on one core: two small runs take little more wall
-    time than one); each must exit 0, and every failing one's stderr is shown."""
-    errs = [tempfile.TemporaryFile("w+") for _ in jobs]  # not pipes: a full pipe would stall a run not yet waited on
-    procs = [subprocess.Popen([sys.executable, script, *args], cwd=cwd, env=ENV, stdout=subprocess.DEVNULL,
-                              stderr=err) for (args, cwd, script), err in zip(jobs, errs)]
-    deadline = time.time() + timeout
+    """[(args, cwd, script, env)] started at once (XLA compiles on one core: two small runs take little more wall
+    time than one; processes of one jax.distributed run must run together); each must exit 0, and every failing
+    one's stderr is shown. Their stderr goes to files, not pipes: a pipe nobody reads yet fills up and stalls its
+    process, and one stalled process of a jax.distributed run stalls the others. A process still running after
+    `timeout` gets SIGABRT, on which faulthandler prints every thread's stack (JAX catches SIGTERM)."""
+    errs = [tempfile.TemporaryFile("w+") for _ in jobs]
+    procs = [subprocess.Popen(["timeout", "-s", "ABRT", "-k", "30", str(timeout), sys.executable, "-X", "faulthandler",
+                               script, *args], cwd=cwd, env=env or ENV, stdout=subprocess.DEVNULL, stderr=err)
+             for (args, cwd, script, env), err in zip(jobs, errs)]
     try:
         for p in procs:
-            p.wait(timeout=max(1.0, deadline - time.time()))
-    finally:  # none is left running after a timeout
+            p.wait(timeout=timeout + 60)
+    finally:  # none is left running
         for p in procs:
             if p.poll() is None:
                 p.kill()
     failed = []
-    for (args, _, script), p, err in zip(jobs, procs, errs):
+    for (args, _, script, _), p, err in zip(jobs, procs, errs):
         err.seek(0)
         if p.returncode:
             failed.append(f"--- {os.path.basename(script)} {' '.join(args)} (exit {p.returncode}):\n{err.read()[-2500:]}")
@@ -136,7 +139,7 @@ def scalars(run_dir, prefixes):
 def two_runs(tmp_path_factory):
     dirs = [tmp_path_factory.mktemp(name) for name in ("a", "b")]
     # --track (W&B disabled) and --capture-video must not change what the run learns
-    run_together([([*SMALL_RUN, "--save-model", *extra], d, SCRIPT)
+    run_together([([*SMALL_RUN, "--save-model", *extra], d, SCRIPT, None)
                   for d, extra in zip(dirs, ([], ["--track", "--capture-video"]))])
     return dirs
 
@@ -184,7 +187,7 @@ RUN_TAGS = ("losses/", "charts/episodic_return", "charts/episodic_length", "char
 def reanalyze_runs(tmp_path_factory):
     """muzero_minatar_reanalyze.py on the small run at reanalyze ratios 0 and 0.5."""
     cwds = {ratio: tmp_path_factory.mktemp(f"reanalyze{ratio}") for ratio in ("0", "0.5")}
-    run_together([([*SMALL_RUN, "--reanalyze-ratio", ratio], d, REANALYZE_SCRIPT) for ratio, d in cwds.items()])
+    run_together([([*SMALL_RUN, "--reanalyze-ratio", ratio], d, REANALYZE_SCRIPT, None) for ratio, d in cwds.items()])
     return {ratio: glob.glob(str(d / "runs" / "*"))[0] for ratio, d in cwds.items()}
 
 

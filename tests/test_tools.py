@@ -93,3 +93,16 @@ def test_opening_moves_are_random_legal_and_shared_by_the_two_colours_of_a_pair(
     np.testing.assert_array_equal(opening[:, 0::2], opening[:, 1::2])  # both colours of a pair: one opening
     assert len({tuple(o) for o in opening[:, 0::2].T}) >= 6  # 8 pairs, 13 x ~13 openings: they differ
     assert len({tuple(g) for g in moves[:6].T}) >= 6  # and so do the games after them
+
+
+@pytest.mark.parametrize("flags, named", [
+    (dict(games_per_pair=3), "--games-per-pair"),
+    (dict(every=0), "--every"),
+    (dict(opening_plies=-1), "--opening-plies"),
+    (dict(), "--run-dir"),  # a directory without checkpoint models
+])
+def test_bad_ladder_flags_exit_with_a_message_and_write_nothing(tmp_path, capsys, flags, named):
+    with pytest.raises(SystemExit) as exit_:
+        tools.run_ladder(tools.Ladder(run_dir=str(tmp_path), **flags))
+    assert exit_.value.code == 2 and named in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
