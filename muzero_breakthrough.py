@@ -54,7 +54,8 @@ class Args:
     wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
-    """if toggled, the first game of every evaluation against MCTSBot is saved as a GIF in `videos/{run_name}/`"""
+    """if toggled, the first game of every evaluation against MCTSBot is saved as a GIF in `videos/{run_name}/`, each
+    frame annotated with the search at that step (action, v*, p, N, Q and predicted reward: thesis 4.5)"""
     save_model: bool = False
     """if toggled, parameters and args are saved to `runs/{run_name}/` at the end of training (and, if the run
     stops with an error, the parameters it has by then)"""
@@ -569,8 +570,10 @@ def make_recurrent_fn(net: MuZeroNet, gamma: float):
     return recurrent_fn
 
 
-def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float):
-    """One jitted function per acting step: history stacking, initial inference, search, action."""
+def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float, keep_tree: bool = False):
+    """One jitted function per acting step: history stacking, initial inference, search, action. Its last
+    output is the search tree (mctx.Tree, with the root's embedding only) if `keep_tree`, else None: the
+    evaluation keeps it for annotated videos and the analysis tools, the actors do not need it."""
     s = net.support_size
     recurrent_fn = make_recurrent_fn(net, gamma)
 
@@ -592,7 +595,8 @@ def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float):
             explore = jax.random.uniform(explore_key, action.shape) < cfg.random_move_prob
             action = jnp.where(explore, jax.random.categorical(move_key, jnp.where(legal, 0.0, -jnp.inf)), action)
         actions = jnp.concatenate([actions[:, 1:], action[:, None]], axis=1)
-        return ActorState(frames, actions), action, root_value, out.action_weights
+        tree = out.search_tree.replace(embeddings=x[:, None]) if keep_tree else None
+        return ActorState(frames, actions), action, root_value, out.action_weights, tree
 
     return act
 
@@ -980,7 +984,7 @@ def actor_loop(args: Args, act_fn, params, pending_params: list, params_queue: q
                 for t in range(span - S, span):
                     key, sub = jax.random.split(key)
                     legal = envs.legal_actions(step.is_last)
-                    state, action, root_value, policy = act_fn(params, state, step.obs, step.is_first, legal, sub)
+                    state, action, root_value, policy, _ = act_fn(params, state, step.obs, step.is_first, legal, sub)
                     action, root_value, policy = np.asarray(action), np.asarray(root_value), np.asarray(policy)
                     played = dict(obs=step.obs, reward=step.reward, is_first=step.is_first, is_last=step.is_last,
                                   action=action, value=root_value, policy=policy, valid=True)
@@ -1082,10 +1086,11 @@ class SearchPlayer:
         self.act_fn, self.params = act_fn, params
         self.state = initial_actor_state(num_games, history_length, obs_shape)
         self.key = jax.random.PRNGKey(env_seeds(seed, 1)[0])
+        self.tree = None  # the last search's tree, if act_fn keeps it
 
     def __call__(self, envs, step: Step, legal, mine):
         self.key, sub = jax.random.split(self.key)
-        self.state, action, _, _ = self.act_fn(self.params, self.state, step.obs, step.is_first, legal, sub)
+        self.state, action, _, _, self.tree = self.act_fn(self.params, self.state, step.obs, step.is_first, legal, sub)
         return np.asarray(action)
 
     def played(self, actions):
@@ -1111,30 +1116,43 @@ class BotPlayer:
         pass
 
 
+class Recording(NamedTuple):
+    """One evaluation game as the annotated video shows it (thesis 4.5), ply by ply."""
+    frames: list  # the observation at each step
+    trees: list  # the search made at that step (mctx.Tree of this game alone, root embedding only)
+    actions: list  # the action taken
+    action_names: list  # a name for each agent action
+
+
 def play_games(players: tuple, board_size: int, num_games: int, record: bool = False):
     """Plays `num_games` games of players[0] against players[1] as one batch: players[0] is black (moves
     first) in the even games and white in the odd ones. Returns players[0]'s score in each game (1 win,
-    0 loss, 0.5 draw: Breakthrough has none), its colour in each (0 black, 1 white), and the observations
-    of game 0 if `record`."""
+    0 loss, 0.5 draw: Breakthrough has none), its colour in each (0 black, 1 white), and if `record` a
+    Recording of game 0 with players[0]'s search at every ply (a SearchPlayer whose act_fn keeps its trees;
+    at the opponent's plies it shows what the agent's search thought of the position)."""
     envs = BreakthroughVecEnv(board_size, num_games)
     step = envs.step(np.zeros(num_games, np.int32))
     colour = np.arange(num_games) % 2
-    scores, done, frames = np.zeros(num_games), np.zeros(num_games, bool), []
+    scores, done = np.zeros(num_games), np.zeros(num_games, bool)
+    names = ["(end)"] + [envs.states[0].action_to_string(0, a) for a in range(envs.num_actions - 1)]
+    recording = Recording([], [], [], names)
     while not done.all():
-        if record and not done[0]:
-            frames.append(step.obs[0])
         legal = envs.legal_actions(step.is_last)
         turn, moving = step.to_play == colour, ~step.is_last & ~done  # players[0] to move; games still on
         moves = np.where(turn, players[0](envs, step, legal, turn & moving), players[1](envs, step, legal, ~turn & moving))
         action = np.where(moving, moves, legal.argmax(1))  # the dummy at the end; games already scored go on
         for player in players:
             player.played(action)
+        if record and not done[0]:
+            recording.frames.append(step.obs[0])
+            recording.trees.append(jax.tree.map(lambda x: np.asarray(x[:1]), players[0].tree))
+            recording.actions.append(int(action[0]))
         ended = step.is_last & ~done
         won_by_mover = np.sign(step.reward[ended])  # the last move's reward is its mover's, 1 - to_play
         scores[ended] = 0.5 + 0.5 * np.where(1 - step.to_play[ended] == colour[ended], won_by_mover, -won_by_mover)
         done |= step.is_last
         step = envs.step(action)
-    return scores, colour, frames
+    return scores, colour, recording
 
 
 OPPONENTS = ("random", "mcts")
@@ -1150,20 +1168,51 @@ def evaluate_policy(act_fn, params, args: Args, opponent: str, num_games: int, s
     return play_games((agent, BotPlayer(envs.game, simulations, (*seed, 2))), args.board_size, num_games, record)
 
 
-def save_gif(frames: list, path: str):
-    """Observations as an animated GIF, one colour per channel (as minatar's display)."""
-    import matplotlib
-    from PIL import Image
+def search_numbers(tree, action: int) -> dict:
+    """The numbers of one search at its root (the tree of one game): the action taken, v* (the root value after
+    the search) and, per action, the prior p the search started from (after the legal mask and any root
+    noise), the predicted reward r, the visit count N and Q = r + discount * value of the child (0 if not
+    visited)."""
+    summary = tree.summary()
+    return {"action": action, "value": float(summary.value[0]),
+            "prior": np.asarray(jax.nn.softmax(tree.children_prior_logits[0, 0])),
+            "reward": np.asarray(tree.children_rewards[0, 0]), "visits": np.asarray(summary.visit_counts[0]).astype(int),
+            "q": np.asarray(summary.qvalues[0])}
 
-    c = frames[0].shape[-1]
+
+def annotation_lines(numbers: dict, step: int, action_names: list, rows: int = 6) -> list[str]:
+    """The text beside an annotated frame: the step, the action taken with its predicted reward, v*, then the
+    `rows` actions with the most visits (legal ones only) with p, N and Q."""
+    a = numbers["action"]
+    lines = [f"step {step}  action {action_names[a]}", f"v* {numbers['value']:+.3f}  r {numbers['reward'][a]:+.3f}",
+             f"{'action':8}{'p':>5}{'N':>4}{'Q':>7}"]
+    for b in np.lexsort((-numbers["prior"], -numbers["visits"]))[:rows]:
+        if numbers["prior"][b] > 0:
+            lines.append(f"{action_names[b][:8]:8}{numbers['prior'][b]:5.2f}{numbers['visits'][b]:4d}{numbers['q'][b]:+7.3f}")
+    return lines
+
+
+def save_gif(recording: Recording, path: str, annotate: bool = True):
+    """A Recording as an animated GIF: each observation in one colour per channel (as minatar's display) and,
+    if `annotate`, a panel beside it with the search's numbers at that step (annotation_lines)."""
+    import matplotlib
+    from PIL import Image, ImageDraw
+
+    c = 2  # the planes of black's and white's pieces (the others: empty squares, the player to move)
     palette = np.vstack([[0, 0, 0], np.asarray(matplotlib.colormaps["cubehelix"](np.linspace(0.2, 0.9, c)))[:, :3]])
     images = []
-    for f in frames:
-        index = np.max(f * (np.arange(c) + 1), axis=-1).astype(int)
-        rgb = (palette[index] * 255).astype(np.uint8)
-        images.append(Image.fromarray(rgb).resize((160, 160), Image.NEAREST))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    images[0].save(path, save_all=True, append_images=images[1:], duration=50, loop=0)
+    for t, (f, tree, a) in enumerate(zip(recording.frames, recording.trees, recording.actions)):
+        index = np.max(f[..., :c] * (np.arange(c) + 1), axis=-1).astype(int)
+        image = Image.fromarray((palette[index] * 255).astype(np.uint8)).resize((160, 160), Image.NEAREST)
+        if annotate:
+            panel = Image.new("RGB", (160 + 190, 160), "white")
+            panel.paste(image)
+            lines = annotation_lines(search_numbers(tree, a), t, recording.action_names)
+            ImageDraw.Draw(panel).multiline_text((166, 4), "\n".join(lines), fill="black", spacing=3)
+            image = panel
+        images.append(image)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    images[0].save(path, save_all=True, append_images=images[1:], duration=400 if annotate else 50, loop=0)
 
 
 def save_model(path: str, args: Args, params):
@@ -1243,7 +1292,7 @@ def main(args: Args):
     actor_device = jax.local_devices()[args.actor_device_id]
     train_planner, test_planner = planner_configs(args)
     act_fn = make_act_fn(net, train_planner, args.gamma)
-    eval_act_fn = make_act_fn(net, test_planner, args.gamma)
+    eval_act_fn = make_act_fn(net, test_planner, args.gamma, keep_tree=args.capture_video)
     update_fn = make_update_fn(net, args, optimizer, mesh)
     priority_fn = make_priority_fn(args)
 
@@ -1336,7 +1385,7 @@ def main(args: Args):
             if args.eval_games and (global_step >= p["next_eval"] or iteration == num_iterations):
                 p["next_eval"] += args.eval_interval
                 for i, opponent in enumerate(OPPONENTS):
-                    scores, colour, frames = evaluate_policy(
+                    scores, colour, recording = evaluate_policy(
                         eval_act_fn, jax.device_put(state.params, actor_device), args, opponent, args.eval_games,
                         (args.seed, 1, iteration, i), record=args.capture_video and opponent == "mcts")
                     p["eval_win_rate"][opponent] = float(np.mean(scores))
@@ -1345,7 +1394,7 @@ def main(args: Args):
                         writer.add_scalar(f"charts/eval_win_rate_{opponent}_as_{name}",
                                           float(np.mean(scores[colour == side])), global_step)
                     if args.capture_video and opponent == "mcts":
-                        save_gif([f[..., :2] for f in frames], f"videos/{run_name}/eval_{global_step}.gif")
+                        save_gif(recording, f"videos/{run_name}/eval_{global_step}.gif")
 
             p["iteration"] = iteration
             if rollout.snapshot is not None:  # checkpoint_due(iteration): the actor sent its state
@@ -1359,7 +1408,8 @@ def main(args: Args):
                     "train_state": jax.device_get(state), "replay": replay.state(),
                     "acting_params": jax.device_get(acting_params), "actor": rollout.snapshot})
                 writer.add_scalar("stats/checkpoint_time", time.time() - t1, global_step)
-                os.makedirs(os.path.join(run_dir, "models"), exist_ok=True)  # for a tournament among checkpoints
+            if args.checkpoint_interval and (rollout.snapshot is not None or iteration == num_iterations):
+                os.makedirs(os.path.join(run_dir, "models"), exist_ok=True)  # checkpoints and the end: a tournament
                 save_model(os.path.join(run_dir, "models", f"step_{global_step}.muzero_model"), args,
                            jax.device_get(state.params))
 

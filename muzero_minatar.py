@@ -39,6 +39,7 @@ from tensorboardX import SummaryWriter
 GAMES = Literal["Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"]
 MINATAR_NAMES = {"Asterix": "asterix", "Breakout": "breakout", "Freeway": "freeway", "Seaquest": "seaquest",
                  "SpaceInvaders": "space_invaders"}
+MINATAR_ACTIONS = ("noop", "left", "up", "right", "down", "fire")  # minatar's action indices
 GYMNAX_STEP_LIMITS = {"Freeway": 2500}  # gymnax's max_steps_in_episode: 2500 for Freeway, 1000 for the others
 
 
@@ -55,7 +56,8 @@ class Args:
     wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
-    """if toggled, the first evaluation episode of every evaluation is saved as a GIF in `videos/{run_name}/`"""
+    """if toggled, the first evaluation episode of every evaluation is saved as a GIF in `videos/{run_name}/`, each
+    frame annotated with the search at that step (action, v*, p, N, Q and predicted reward: thesis 4.5)"""
     save_model: bool = False
     """if toggled, parameters and args are saved to `runs/{run_name}/` at the end of training (and, if the run
     stops with an error, the parameters it has by then)"""
@@ -550,8 +552,10 @@ def make_recurrent_fn(net: MuZeroNet, gamma: float):
     return recurrent_fn
 
 
-def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float):
-    """One jitted function per acting step: history stacking, initial inference, search, action."""
+def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float, keep_tree: bool = False):
+    """One jitted function per acting step: history stacking, initial inference, search, action. Its last
+    output is the search tree (mctx.Tree, with the root's embedding only) if `keep_tree`, else None: the
+    evaluation keeps it for annotated videos and the analysis tools, the actors do not need it."""
     s = net.support_size
     recurrent_fn = make_recurrent_fn(net, gamma)
 
@@ -568,7 +572,8 @@ def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float):
         out = run_search(cfg, params, rng, root, recurrent_fn, legal)
         root_value = out.search_tree.summary().value
         actions = jnp.concatenate([actions[:, 1:], out.action[:, None]], axis=1)
-        return ActorState(frames, actions), out.action, root_value, out.action_weights
+        tree = out.search_tree.replace(embeddings=x[:, None]) if keep_tree else None
+        return ActorState(frames, actions), out.action, root_value, out.action_weights, tree
 
     return act
 
@@ -954,7 +959,7 @@ def actor_loop(args: Args, act_fn, params, pending_params: list, params_queue: q
                 for t in range(span - S, span):
                     key, sub = jax.random.split(key)
                     legal = envs.legal_actions(step.is_last)
-                    state, action, root_value, policy = act_fn(params, state, step.obs, step.is_first, legal, sub)
+                    state, action, root_value, policy, _ = act_fn(params, state, step.obs, step.is_first, legal, sub)
                     action, root_value, policy = np.asarray(action), np.asarray(root_value), np.asarray(policy)
                     played = dict(obs=step.obs, reward=step.reward, is_first=step.is_first, is_last=step.is_last,
                                   action=action, value=root_value, policy=policy, valid=True)
@@ -1047,10 +1052,18 @@ def read_checkpoint(args: Args) -> dict:
 # ---------------------------------------------------------------------------------------------
 # Evaluation, saving and loading
 # ---------------------------------------------------------------------------------------------
+class Recording(NamedTuple):
+    """One evaluation episode as the annotated video shows it (thesis 4.5), step by step."""
+    frames: list  # the observation at each step
+    trees: list  # the search made at that step (mctx.Tree of this game alone, root embedding only)
+    actions: list  # the action taken
+    action_names: list  # a name for each agent action
+
+
 def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed: int | tuple[int, ...], record: bool = False):
     """Plays `num_episodes` episodes as one batch with the evaluation planner, each cut at
     --max-episode-steps. `seed` (an int or a tuple of ints) fixes the environments and the search
-    noise. Returns (returns, lengths, frames of episode 0 if `record`)."""
+    noise. Returns (returns, lengths, a Recording of episode 0 if `record`: act_fn must keep its trees)."""
     step_limit = args.max_episode_steps or GYMNAX_STEP_LIMITS.get(args.env_id, 1000)
     envs = MinAtarVecEnv(args.env_id, num_episodes, seed, args.sticky_action_prob, step_limit)
     state = initial_actor_state(num_episodes, args.history_length, envs.obs_shape)
@@ -1058,35 +1071,68 @@ def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed: int | t
     episodes = EpisodeTracker(num_episodes)
     returns, lengths = np.zeros(num_episodes), np.zeros(num_episodes, np.int64)
     done = np.zeros(num_episodes, bool)
-    frames = []
+    recording = Recording([], [], [], ["(end)"] + [MINATAR_ACTIONS[a] for a in envs.action_set])
     key = jax.random.PRNGKey(env_seeds(seed, num_episodes + 1)[-1])  # a stream no environment uses
     while not done.all():
-        if record and not done[0]:
-            frames.append(step.obs[0])
         key, sub = jax.random.split(key)
-        state, action, _, _ = act_fn(params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub)
+        state, action, _, _, tree = act_fn(params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub)
+        if record and not done[0]:
+            recording.frames.append(step.obs[0])
+            recording.trees.append(jax.tree.map(lambda x: np.asarray(x[:1]), tree))
+            recording.actions.append(int(action[0]))
         ended, ended_returns, ended_lengths = episodes.update(step)
         first_time = ~done[ended]  # each copy counts its first episode only
         returns[ended[first_time]], lengths[ended[first_time]] = ended_returns[first_time], ended_lengths[first_time]
         done[ended] = True
         step = envs.step(np.asarray(action))
-    return returns, lengths, frames
+    return returns, lengths, recording
 
 
-def save_gif(frames: list, path: str):
-    """MinAtar observations as an animated GIF, one colour per channel (as minatar's display)."""
+def search_numbers(tree, action: int) -> dict:
+    """The numbers of one search at its root (the tree of one game): the action taken, v* (the root value after
+    the search) and, per action, the prior p the search started from (after the legal mask and any root
+    noise), the predicted reward r, the visit count N and Q = r + discount * value of the child (0 if not
+    visited)."""
+    summary = tree.summary()
+    return {"action": action, "value": float(summary.value[0]),
+            "prior": np.asarray(jax.nn.softmax(tree.children_prior_logits[0, 0])),
+            "reward": np.asarray(tree.children_rewards[0, 0]), "visits": np.asarray(summary.visit_counts[0]).astype(int),
+            "q": np.asarray(summary.qvalues[0])}
+
+
+def annotation_lines(numbers: dict, step: int, action_names: list, rows: int = 6) -> list[str]:
+    """The text beside an annotated frame: the step, the action taken with its predicted reward, v*, then the
+    `rows` actions with the most visits (legal ones only) with p, N and Q."""
+    a = numbers["action"]
+    lines = [f"step {step}  action {action_names[a]}", f"v* {numbers['value']:+.3f}  r {numbers['reward'][a]:+.3f}",
+             f"{'action':8}{'p':>5}{'N':>4}{'Q':>7}"]
+    for b in np.lexsort((-numbers["prior"], -numbers["visits"]))[:rows]:
+        if numbers["prior"][b] > 0:
+            lines.append(f"{action_names[b][:8]:8}{numbers['prior'][b]:5.2f}{numbers['visits'][b]:4d}{numbers['q'][b]:+7.3f}")
+    return lines
+
+
+def save_gif(recording: Recording, path: str, annotate: bool = True):
+    """A Recording as an animated GIF: each observation in one colour per channel (as minatar's display) and,
+    if `annotate`, a panel beside it with the search's numbers at that step (annotation_lines)."""
     import matplotlib
-    from PIL import Image
+    from PIL import Image, ImageDraw
 
-    c = frames[0].shape[-1]
+    c = recording.frames[0].shape[-1]
     palette = np.vstack([[0, 0, 0], np.asarray(matplotlib.colormaps["cubehelix"](np.linspace(0.2, 0.9, c)))[:, :3]])
     images = []
-    for f in frames:
+    for t, (f, tree, a) in enumerate(zip(recording.frames, recording.trees, recording.actions)):
         index = np.max(f * (np.arange(c) + 1), axis=-1).astype(int)
-        rgb = (palette[index] * 255).astype(np.uint8)
-        images.append(Image.fromarray(rgb).resize((160, 160), Image.NEAREST))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    images[0].save(path, save_all=True, append_images=images[1:], duration=50, loop=0)
+        image = Image.fromarray((palette[index] * 255).astype(np.uint8)).resize((160, 160), Image.NEAREST)
+        if annotate:
+            panel = Image.new("RGB", (160 + 190, 160), "white")
+            panel.paste(image)
+            lines = annotation_lines(search_numbers(tree, a), t, recording.action_names)
+            ImageDraw.Draw(panel).multiline_text((166, 4), "\n".join(lines), fill="black", spacing=3)
+            image = panel
+        images.append(image)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    images[0].save(path, save_all=True, append_images=images[1:], duration=400 if annotate else 50, loop=0)
 
 
 def save_model(path: str, args: Args, params):
@@ -1165,7 +1211,7 @@ def main(args: Args):
     actor_device = jax.local_devices()[args.actor_device_id]
     train_planner, test_planner = planner_configs(args)
     act_fn = make_act_fn(net, train_planner, args.gamma)
-    eval_act_fn = make_act_fn(net, test_planner, args.gamma)
+    eval_act_fn = make_act_fn(net, test_planner, args.gamma, keep_tree=args.capture_video)
     update_fn = make_update_fn(net, args, optimizer, mesh)
     priority_fn = make_priority_fn(args)
 
@@ -1257,14 +1303,14 @@ def main(args: Args):
 
             if args.eval_episodes and (global_step >= p["next_eval"] or iteration == num_iterations):
                 p["next_eval"] += args.eval_interval
-                returns, lengths, frames = evaluate_policy(
+                returns, lengths, recording = evaluate_policy(
                     eval_act_fn, jax.device_put(state.params, actor_device), args, args.eval_episodes,
                     (args.seed, 1, iteration), record=args.capture_video)
                 p["eval_return"] = float(np.mean(returns))
                 writer.add_scalar("charts/eval_episodic_return", p["eval_return"], global_step)
                 writer.add_scalar("charts/eval_episodic_length", float(np.mean(lengths)), global_step)
                 if args.capture_video:
-                    save_gif(frames, f"videos/{run_name}/eval_{global_step}.gif")
+                    save_gif(recording, f"videos/{run_name}/eval_{global_step}.gif")
 
             p["iteration"] = iteration
             if rollout.snapshot is not None:  # checkpoint_due(iteration): the actor sent its state

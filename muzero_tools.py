@@ -8,14 +8,33 @@ ladder: a round-robin tournament among a Breakthrough run's checkpoint models (`
     and two anchors (a uniformly random player and OpenSpiel's MCTSBot), rated by a Bradley-Terry maximum-
     likelihood fit with confidence intervals (the Minigo paper's evaluation; thesis Fig. 5.8 plots Elo against
     training step). Writes `{out}/games.csv` (every pair's wins), `{out}/ratings.csv` and `{out}/ladder.png`.
+episode: one evaluation episode (or Breakthrough game) of a saved model as a GIF, each frame annotated with the
+    search at that step (thesis 4.5): the scripts' --capture-video makes the same pictures.
+tree: one search of that episode drawn with graphviz (node index, R, V, N on nodes; action, p, Q on edges); for
+    Breakthrough each node is replayed in the real game and nodes reached by an illegal move are delusions (5.8).
+audit: the share of simulations and of visit mass spent in delusional nodes over self-play positions, for each
+    of a Breakthrough run's checkpoints (a curve over training).
+tsne: t-SNE of the root hidden states of self-play positions, coloured by v*, move number and player (5.9).
+budget: evaluation return (MinAtar, Atari) or win rate (Breakthrough) of models against the number of
+    simulations of their search (5.4).
+
+Any saved model works: a script's --save-model output or a checkpoint's models/step_*.muzero_model; which script
+made it is read from the flags saved beside it.
 """
+import dataclasses
 import glob
+import importlib
+import json
 import os
 import re
 from dataclasses import dataclass
+from typing import Literal
 
+import jax
 import numpy as np
 import tyro
+
+from muzero_minatar import fail
 
 ELO_PER_LOGIT = 400 / np.log(10)  # Elo's scale: a 400-point gap is 10:1 odds
 
@@ -119,14 +138,14 @@ def run_ladder(cfg: Ladder):
 
     for name in ["games_per_pair", "mcts_simulations", "every"]:
         if getattr(cfg, name) <= 0:
-            bt.fail(f"--{name.replace('_', '-')} must be positive (got {getattr(cfg, name)})")
+            fail(f"--{name.replace('_', '-')} must be positive (got {getattr(cfg, name)})")
     if cfg.games_per_pair % 2:
-        bt.fail(f"--games-per-pair must be even (got {cfg.games_per_pair}): half the games with each colour")
+        fail(f"--games-per-pair must be even (got {cfg.games_per_pair}): half the games with each colour")
     if cfg.opening_plies < 0:
-        bt.fail(f"--opening-plies must be non-negative (got {cfg.opening_plies})")
+        fail(f"--opening-plies must be non-negative (got {cfg.opening_plies})")
     models = checkpoint_models(cfg.run_dir)[:: cfg.every]
     if not models:
-        bt.fail(f"--run-dir {cfg.run_dir}: no models/step_*.muzero_model (run muzero_breakthrough.py with "
+        fail(f"--run-dir {cfg.run_dir}: no models/step_*.muzero_model (run muzero_breakthrough.py with "
                 "--checkpoint-interval; every checkpoint saves one)")
     out = cfg.out or os.path.join(cfg.run_dir, "ladder")
     os.makedirs(out, exist_ok=True)
@@ -185,7 +204,416 @@ def plot_ladder(ratings, path: str, title: str):
     plt.close(fig)
 
 
-TOOLS = {"ladder": (Ladder, run_ladder)}
+# ---------------------------------------------------------------------------------------------
+# Any script's saved model, its episodes and its searches
+# ---------------------------------------------------------------------------------------------
+def load_agent(model_path: str):
+    """(script module, args, network, params) of a model saved by any muzero_*.py script: the script is told by
+    the flags saved beside the model (`{model_path}.json`)."""
+    if not os.path.exists(model_path + ".json"):
+        fail(f"--model {model_path}: no {model_path}.json beside it (a model saved by --save-model or a checkpoint)")
+    with open(model_path + ".json") as f:
+        saved = json.load(f)
+    name = ("muzero_breakthrough" if "board_size" in saved else "muzero_atari_multigpu" if "frame_skip" in saved
+            else "muzero_minatar_reanalyze" if "reanalyze_ratio" in saved else "muzero_minatar")
+    script = importlib.import_module(name)
+    return (script, *script.load_model(model_path))
+
+
+def is_board_game(script) -> bool:
+    return script.__name__ == "muzero_breakthrough"
+
+
+def record_episode(script, args, net, params, seed: int, opponent: str, num_simulations: int = 0):
+    """One evaluation episode (Breakthrough: one game, the agent black against `opponent`) with the search of
+    every step: the script's own evaluation, a Recording (frames, trees, actions, action names)."""
+    if num_simulations:
+        args = dataclasses.replace(args, eval_num_simulations=num_simulations)
+    act_fn = script.make_act_fn(net, script.planner_configs(args)[1], args.gamma, keep_tree=True)
+    if is_board_game(script):
+        return script.evaluate_policy(act_fn, params, args, opponent, 1, (seed,), record=True)[2]
+    return script.evaluate_policy(act_fn, params, args, 1, seed, record=True)[2]
+
+
+def tree_nodes(tree) -> list[dict]:
+    """Every node of a search tree of one game (an mctx.Tree with batch size 1), root first and each parent
+    before its children: `index`, `parent` (-1 at the root), `depth`, `N` (visits), `V` (value after the search)
+    and, on the edge from the parent, `action`, `p` (the parent's prior of it), `R` (predicted reward) and
+    `Q` = R + discount * V (the Q that the search's summary reports at the root)."""
+    t = {k: np.asarray(getattr(tree, k))[0] for k in ("node_visits", "node_values", "parents", "action_from_parent",
+                                                      "children_prior_logits", "children_rewards", "children_discounts",
+                                                      "children_values")}
+    nodes, depth = [], {}
+    for i in np.flatnonzero(t["node_visits"] > 0):
+        parent, action = int(t["parents"][i]), int(t["action_from_parent"][i])
+        node = {"index": int(i), "parent": parent, "depth": 0 if parent < 0 else depth[parent] + 1,
+                "N": int(t["node_visits"][i]), "V": float(t["node_values"][i])}
+        if parent >= 0:
+            logits = t["children_prior_logits"][parent]
+            prior = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+            reward = float(t["children_rewards"][parent, action])
+            node.update(action=action, p=float(prior[action]), R=reward,
+                        Q=reward + float(t["children_discounts"][parent, action] * t["children_values"][parent, action]))
+        depth[int(i)] = node["depth"]
+        nodes.append(node)
+    return nodes
+
+
+def mark_delusions(nodes: list[dict], root_state) -> list[dict]:
+    """Replays a Breakthrough search (tree_nodes) in the real game from `root_state` (an OpenSpiel state): a node
+    reached by a move that is not legal there is a delusion (thesis 5.8: below the root the learned model is
+    not told the rules), and so is every node below one. Legal as the scripts' legal_actions: OpenSpiel's moves
+    before the end, only the dummy action (the absorbing state the model is trained on) after it. Sets each
+    node's `delusion`; returns the nodes."""
+    states = {}
+    for node in nodes:
+        if node["parent"] < 0:
+            node["delusion"], states[node["index"]] = False, root_state.clone()
+            continue
+        state, action = states[node["parent"]], node["action"]
+        if state is None or (action == 0) != state.is_terminal():  # under a delusion, or the dummy at the wrong time
+            node["delusion"], states[node["index"]] = True, None
+        elif action == 0:  # after the end
+            node["delusion"], states[node["index"]] = False, state
+        else:  # agent action a is OpenSpiel's a - 1
+            legal = action - 1 in state.legal_actions()
+            node["delusion"], states[node["index"]] = not legal, state.child(action - 1) if legal else None
+    return nodes
+
+
+def replay_game(script, args, actions: list):
+    """The OpenSpiel state of a Breakthrough game after the given agent actions (from its first move)."""
+    state = script.BreakthroughVecEnv(args.board_size, 1).game.new_initial_state()
+    for a in actions:
+        state.apply_action(a - 1)
+    return state
+
+
+def tree_graph(nodes: list[dict], action_names: list, title: str):
+    """A graphviz Digraph of tree_nodes: node index, R, V and N on nodes, action, p and Q on edges; delusions
+    (if marked) filled red."""
+    import graphviz
+
+    g = graphviz.Digraph(graph_attr={"label": title, "labelloc": "t", "fontsize": "11", "ranksep": "0.3"},
+                         node_attr={"shape": "box", "fontsize": "9", "height": "0.2", "margin": "0.04"},
+                         edge_attr={"fontsize": "8"})
+    for n in nodes:
+        reward = "" if n["parent"] < 0 else f"R {n['R']:+.2f}\\n"  # \n: a line break in DOT's labels
+        g.node(str(n["index"]), f"#{n['index']}\\n{reward}V {n['V']:+.2f}\\nN {n['N']}", style="filled",
+               fillcolor="#f4a0a0" if n.get("delusion") else "white")
+        if n["parent"] >= 0:
+            g.edge(str(n["parent"]), str(n["index"]), label=f"{action_names[n['action']]}\\np {n['p']:.2f}\\nQ {n['Q']:+.2f}")
+    return g
+
+
+def default_out(model: str, name: str) -> str:
+    return os.path.join(os.path.dirname(model) or ".", "analysis", name)
+
+
+@dataclass
+class Episode:
+    """An annotated episode (thesis 4.5): one evaluation episode of a saved model (Breakthrough: one game, the
+    agent black) as a GIF, each frame with the action, v*, the predicted reward and p, N, Q of the most visited
+    actions."""
+    model: str
+    """a saved model (--save-model's `{exp_name}.muzero_model` or a checkpoint's models/step_*.muzero_model)"""
+    seed: int = 0
+    """fixes the environment, the opponent and the search noise"""
+    opponent: Literal["random", "mcts"] = "mcts"
+    """Breakthrough's opponent: a uniformly random player or MCTSBot with the model's --eval-mcts-simulations"""
+    out: str = ""
+    """the GIF (default: analysis/episode_{seed}.gif beside the model)"""
+
+
+def run_episode(cfg: Episode):
+    script, args, net, params = load_agent(cfg.model)
+    recording = record_episode(script, args, net, params, cfg.seed, cfg.opponent)
+    out = cfg.out or default_out(cfg.model, f"episode_{cfg.seed}.gif")
+    script.save_gif(recording, out)
+    print(f"{len(recording.frames)} annotated frames: {out}")
+    return recording
+
+
+@dataclass
+class Tree:
+    """One search drawn with graphviz: the search made at step --step of an evaluation episode (as `episode`
+    records it); for Breakthrough every node is replayed in the real game and delusions are filled red."""
+    model: str
+    """a saved model"""
+    step: int = 8
+    """the step (ply) of the episode whose search is drawn"""
+    seed: int = 0
+    """fixes the environment, the opponent and the search noise"""
+    opponent: Literal["random", "mcts"] = "mcts"
+    """Breakthrough's opponent"""
+    simulations: int = 0
+    """simulations of the drawn search (0: the model's --eval-num-simulations)"""
+    out: str = ""
+    """the path of the drawing without its suffix: .dot is always written, .png if graphviz's `dot` is installed
+    (default: analysis/tree_{seed}_{step} beside the model)"""
+
+
+def run_tree(cfg: Tree):
+    import graphviz
+
+    if cfg.step < 0 or cfg.simulations < 0:
+        fail(f"--step and --simulations must be non-negative (got {cfg.step}, {cfg.simulations})")
+    script, args, net, params = load_agent(cfg.model)
+    recording = record_episode(script, args, net, params, cfg.seed, cfg.opponent, cfg.simulations)
+    if cfg.step >= len(recording.trees):
+        fail(f"--step {cfg.step}: the episode has {len(recording.trees)} steps")
+    nodes = tree_nodes(recording.trees[cfg.step])
+    title = f"{os.path.basename(cfg.model)}, seed {cfg.seed}, step {cfg.step}"
+    if is_board_game(script):
+        mark_delusions(nodes, replay_game(script, args, recording.actions[: cfg.step]))
+        title += f": {sum(n['delusion'] for n in nodes)} of {len(nodes) - 1} nodes are delusions (red)"
+    out = cfg.out or default_out(cfg.model, f"tree_{cfg.seed}_{cfg.step}")
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    graph = tree_graph(nodes, recording.action_names, title)
+    graph.save(out + ".dot")
+    try:
+        with open(out + ".png", "wb") as f:
+            f.write(graph.pipe(format="png"))
+        print(f"{out}.dot, {out}.png")
+    except graphviz.ExecutableNotFound:
+        print(f"{out}.dot (install graphviz's `dot` for the PNG: apt-get install graphviz)")
+    return nodes
+
+
+# ---------------------------------------------------------------------------------------------
+# Self-play positions: the delusion audit and t-SNE
+# ---------------------------------------------------------------------------------------------
+def make_envs(script, args, num_envs: int, seed: int):
+    """The script's own batch of environments (Breakthrough's games, MinAtar, Atari as in evaluation)."""
+    if is_board_game(script):
+        return script.BreakthroughVecEnv(args.board_size, num_envs)
+    if script.__name__ == "muzero_atari_multigpu":
+        return script.AtariVecEnv(args, num_envs, seed, episodic_life=False)
+    step_limit = args.max_episode_steps or script.GYMNAX_STEP_LIMITS.get(args.env_id, 1000)
+    return script.MinAtarVecEnv(args.env_id, num_envs, seed, args.sticky_action_prob, step_limit)
+
+
+def self_play(script, args, net, params, measure, num_positions: int, num_games: int, seed: int) -> list:
+    """`measure(tree, game_state, move_number, player)` at `num_positions` positions of self-play with the
+    evaluation planner: one network plays every game of a batch, both sides in Breakthrough (as the actors
+    play, with the history of both players' moves). `tree` is one game's search (batch size 1), `game_state`
+    its OpenSpiel state (None for the Atari games). Positions where a game has ended are left out."""
+    act_fn = script.make_act_fn(net, script.planner_configs(args)[1], args.gamma, keep_tree=True)
+    envs = make_envs(script, args, num_games, seed)
+    state = script.initial_actor_state(num_games, args.history_length, envs.obs_shape)
+    step = envs.step(np.zeros(num_games, np.int32))
+    key, moves, results = jax.random.PRNGKey(seed), np.zeros(num_games, np.int64), []
+    while len(results) < num_positions:
+        key, sub = jax.random.split(key)
+        state, action, _, _, tree = act_fn(params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub)
+        tree = jax.tree.map(np.asarray, tree)
+        moves = np.where(step.is_first, 0, moves + 1)
+        to_play = getattr(step, "to_play", np.zeros(num_games, np.int64))
+        for g in np.flatnonzero(~step.is_last)[: num_positions - len(results)]:
+            game_state = envs.states[g] if is_board_game(script) else None
+            results.append(measure(jax.tree.map(lambda x: x[g: g + 1], tree), game_state, moves[g], to_play[g]))
+        step = envs.step(np.asarray(action))
+    return results
+
+
+def delusion_shares(tree, game_state) -> tuple[float, float]:
+    """(share of the simulations, share of the visit mass) of one search spent in delusional nodes: each
+    simulation adds one node, a node's visits are the simulations that passed through it."""
+    nodes = mark_delusions(tree_nodes(tree), game_state)[1:]  # the root is the real position
+    deluded = [n for n in nodes if n["delusion"]]
+    return len(deluded) / max(len(nodes), 1), sum(n["N"] for n in deluded) / max(sum(n["N"] for n in nodes), 1)
+
+
+def model_step(path: str):
+    found = re.search(r"step_(\d+)\.muzero_model$", path)
+    return int(found.group(1)) if found else np.nan
+
+
+@dataclass
+class Audit:
+    """Delusion audit: over self-play positions of each Breakthrough model, the share of simulations and of
+    visit mass the search spends in delusional nodes (moves the real game does not allow), as a curve over
+    training."""
+    models: tuple[str, ...]
+    """saved Breakthrough models, e.g. runs/{run_name}/models/step_*.muzero_model"""
+    positions: int = 512
+    """self-play positions searched per model"""
+    games: int = 16
+    """self-play games played at once"""
+    seed: int = 0
+    """fixes the search noise"""
+    out: str = "analysis/audit"
+    """where audit.csv and audit.png go"""
+
+
+def run_audit(cfg: Audit):
+    import pandas as pd
+
+    if cfg.positions <= 0 or cfg.games <= 0:
+        fail(f"--positions and --games must be positive (got {cfg.positions}, {cfg.games})")
+    agents = [load_agent(m) for m in cfg.models]
+    if not all(is_board_game(a[0]) for a in agents):
+        fail("--models: the audit replays searches in the real game: Breakthrough models only")
+    rows = []
+    for path, (script, args, net, params) in zip(cfg.models, agents):
+        shares = np.array(self_play(script, args, net, params, lambda tree, game, move, player: delusion_shares(tree, game),
+                                    cfg.positions, cfg.games, cfg.seed))
+        rows.append({"model": path, "step": model_step(path), "positions": len(shares),
+                     "simulations": args.eval_num_simulations, "simulation_share": shares[:, 0].mean(),
+                     "visit_share": shares[:, 1].mean()})
+        print(f"{path}: {rows[-1]['simulation_share']:.3f} of simulations, {rows[-1]['visit_share']:.3f} of visits "
+              "in delusions", flush=True)
+    table = pd.DataFrame(rows).sort_values("step")
+    os.makedirs(cfg.out, exist_ok=True)
+    table.to_csv(os.path.join(cfg.out, "audit.csv"), index=False)
+    plot_curves(table, "step", {"simulation_share": "share of simulations", "visit_share": "share of visit mass"},
+                "delusional nodes", os.path.join(cfg.out, "audit.png"))
+    return table
+
+
+@dataclass
+class Tsne:
+    """t-SNE of the root hidden states of self-play positions (thesis 5.9), coloured by v*, move number and
+    player to move."""
+    model: str
+    """a saved model"""
+    positions: int = 1000
+    """self-play positions embedded"""
+    games: int = 16
+    """self-play games played at once"""
+    perplexity: float = 30.0
+    """t-SNE's perplexity (scikit-learn)"""
+    seed: int = 0
+    """fixes the search noise and t-SNE"""
+    out: str = ""
+    """where tsne.csv and tsne.png go (default: the analysis/ folder beside the model)"""
+
+
+def run_tsne(cfg: Tsne):
+    import pandas as pd
+    from sklearn.manifold import TSNE
+
+    if cfg.positions <= 1 or cfg.games <= 0 or not 0 < cfg.perplexity < cfg.positions:
+        fail(f"--positions > 1, --games > 0 and 0 < --perplexity < --positions (got {cfg.positions}, {cfg.games}, "
+             f"{cfg.perplexity})")
+    script, args, net, params = load_agent(cfg.model)
+
+    def measure(tree, game, move, player):
+        return np.ravel(tree.embeddings[0, 0]), float(tree.node_values[0, 0]), move, player  # v* is the root's value
+
+    found = self_play(script, args, net, params, measure, cfg.positions, cfg.games, cfg.seed)
+    points = TSNE(perplexity=cfg.perplexity, random_state=cfg.seed).fit_transform(np.stack([f[0] for f in found]))
+    table = pd.DataFrame({"x": points[:, 0], "y": points[:, 1], "value": [f[1] for f in found],
+                          "move": [f[2] for f in found], "player": [f[3] for f in found]})
+    out = cfg.out or default_out(cfg.model, "tsne")
+    os.makedirs(out, exist_ok=True)
+    table.to_csv(os.path.join(out, "tsne.csv"), index=False)
+    plot_tsne(table, os.path.join(out, "tsne.png"), os.path.basename(cfg.model))
+    return table
+
+
+def plot_tsne(table, path: str, title: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
+    for ax, (column, name, cmap) in zip(axes, [("value", "v*", "coolwarm"), ("move", "move number", "viridis"),
+                                               ("player", "player to move", "bwr")]):
+        points = ax.scatter(table.x, table.y, c=table[column], s=4, cmap=cmap)
+        fig.colorbar(points, ax=ax, label=name)
+        ax.set(xticks=[], yticks=[], title=name)
+    fig.suptitle(f"t-SNE of root hidden states: {title}", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# Search-budget scaling
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Budget:
+    """Search-budget scaling (thesis 5.4): the evaluation return (MinAtar, Atari) or win rate (Breakthrough,
+    both colours) of each model with its evaluation planner at each number of simulations."""
+    models: tuple[str, ...]
+    """saved models of one script (e.g. a run's checkpoints: runs/{run_name}/models/step_*.muzero_model)"""
+    simulations: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+    """the search budgets"""
+    episodes: int = 32
+    """evaluation episodes (Breakthrough: games, half with each colour) per model and budget"""
+    opponent: Literal["random", "mcts"] = "mcts"
+    """Breakthrough's opponent"""
+    seed: int = 0
+    """fixes the environments, the opponent and the search noise (the same at every budget)"""
+    out: str = "analysis/budget"
+    """where budget.csv and budget.png go"""
+
+
+def run_budget(cfg: Budget):
+    import pandas as pd
+
+    if cfg.episodes <= 0 or min(cfg.simulations) <= 0:
+        fail(f"--episodes and every --simulations must be positive (got {cfg.episodes}, {cfg.simulations})")
+    rows = []
+    for path in cfg.models:
+        script, args, net, params = load_agent(path)
+        for n in cfg.simulations:
+            planner = script.planner_configs(dataclasses.replace(args, eval_num_simulations=n))[1]
+            act_fn = script.make_act_fn(net, planner, args.gamma)
+            if is_board_game(script):
+                result = script.evaluate_policy(act_fn, params, args, cfg.opponent, cfg.episodes, (cfg.seed,))[0]
+            else:
+                result = script.evaluate_policy(act_fn, params, args, cfg.episodes, cfg.seed)[0]
+            rows.append({"model": path, "step": model_step(path), "simulations": n, "mean": result.mean(),
+                         "stderr": result.std(ddof=1) / np.sqrt(len(result)), "episodes": len(result)})
+            print(f"{path} at {n} simulations: {result.mean():.3f} +- {rows[-1]['stderr']:.3f}", flush=True)
+    table = pd.DataFrame(rows)
+    os.makedirs(cfg.out, exist_ok=True)
+    table.to_csv(os.path.join(cfg.out, "budget.csv"), index=False)
+    plot_budget(table, os.path.join(cfg.out, "budget.png"),
+                f"win rate against {cfg.opponent}" if is_board_game(script) else "evaluation return")
+    return table
+
+
+def plot_budget(table, path: str, ylabel: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for model, rows in table.groupby("model", sort=False):
+        label = f"step {rows.step.iloc[0]:,.0f}" if np.isfinite(rows.step.iloc[0]) else os.path.basename(model)
+        ax.errorbar(rows.simulations, rows["mean"], yerr=rows.stderr, fmt="o-", capsize=3, label=label)
+    ax.set(xscale="log", xlabel="simulations per search", ylabel=ylabel)
+    ax.set_xticks(sorted(table.simulations.unique()), [str(n) for n in sorted(table.simulations.unique())])
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_curves(table, x: str, columns: dict, ylabel: str, path: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for column, label in columns.items():
+        ax.plot(table[x], table[column], "o-", label=label)
+    ax.set(xlabel="training step (plies)", ylabel=ylabel)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+TOOLS = {"ladder": (Ladder, run_ladder), "episode": (Episode, run_episode), "tree": (Tree, run_tree),
+         "audit": (Audit, run_audit), "tsne": (Tsne, run_tsne), "budget": (Budget, run_budget)}
 
 
 if __name__ == "__main__":

@@ -161,11 +161,18 @@ def test_untrained_agent_plays_only_legal_moves_and_random_scores_about_half():
     args = bt.Args(channels=8, repr_blocks=1, pred_blocks=0, head_hidden=16, eval_num_simulations=4)
     net = bt.make_network(args, bt.BreakthroughVecEnv(5, 1).num_actions)
     params = bt.init_params(net, args, jax.random.PRNGKey(0))
-    act_fn = bt.make_act_fn(net, bt.planner_configs(args)[1], args.gamma)
-    scores, colour, frames = bt.evaluate_policy(act_fn, params, args, "random", 40, (0,), record=True)
+    act_fn = bt.make_act_fn(net, bt.planner_configs(args)[1], args.gamma, keep_tree=True)
+    scores, colour, recording = bt.evaluate_policy(act_fn, params, args, "random", 40, (0,), record=True)
     # an illegal move would have raised in OpenSpiel's apply_action; an untrained agent is a random player
     assert 0.25 <= np.mean(scores) <= 0.75
-    assert len(frames) > 5 and frames[0].shape == (5, 5, 4)
+    # the recording of game 0 replays in OpenSpiel to its end, with a search of 4 simulations at every ply
+    assert len(recording.frames) == len(recording.trees) == len(recording.actions) > 5
+    assert recording.frames[0].shape == (5, 5, 4)
+    state = bt.BreakthroughVecEnv(5, 1).game.new_initial_state()
+    for action, tree in zip(recording.actions[:-1], recording.trees):
+        assert tree.node_visits.shape == (1, 5) and tree.node_visits[0, 0] == 5
+        state.apply_action(action - 1)
+    assert state.is_terminal() and recording.actions[-1] == 0  # the dummy action after the last move
 
 
 def test_random_moves_are_uniform_over_legal_ones_and_keep_the_search_policy_target():
@@ -180,7 +187,7 @@ def test_random_moves_are_uniform_over_legal_ones_and_keep_the_search_policy_tar
     for prob in (0.0, 0.5, 1.0):
         args.random_move_prob = prob
         act_fn = bt.make_act_fn(net, bt.planner_configs(args)[0], args.gamma)
-        new_state, action, value, policy = act_fn(params, state, step.obs, step.is_first, legal, jax.random.PRNGKey(3))
+        new_state, action, value, policy, _ = act_fn(params, state, step.obs, step.is_first, legal, jax.random.PRNGKey(3))
         outputs[prob] = np.asarray(action), np.asarray(policy), np.asarray(new_state.actions[:, -1])
     searched, policy, _ = outputs[0.0]
     for prob, (action, policy_p, history) in outputs.items():
@@ -219,7 +226,12 @@ def test_self_play_smoke_run_writes_events_checkpoint_models_and_a_playable_mode
     assert lengths and all(3 <= x <= 71 for x in lengths)  # plies of finished self-play games
     assert all(abs(e.value) == 1.0 for e in acc.Scalars("charts/episodic_return"))  # the first player won or lost
     assert "losses/value_loss" in tags and acc.Scalars("charts/num_updates")[-1].value > 0
-    assert os.path.exists(os.path.join(run_dir, "models", "step_512.muzero_model"))
+    # a model at every checkpoint and at the end (the run's final parameters, as --save-model's), for a tournament
+    assert sorted(glob.glob("step_*.muzero_model", root_dir=os.path.join(run_dir, "models"))) == [
+        "step_1024.muzero_model", "step_512.muzero_model"]
+    with open(os.path.join(run_dir, "models", "step_1024.muzero_model"), "rb") as a, \
+            open(os.path.join(run_dir, "muzero_breakthrough.muzero_model"), "rb") as b:
+        assert a.read() == b.read()
     scores = bt.evaluate(os.path.join(run_dir, "muzero_breakthrough.muzero_model"), eval_games=4)
     assert scores.shape == (4,) and set(np.unique(scores)) <= {0.0, 1.0}
 

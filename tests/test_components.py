@@ -66,14 +66,14 @@ def test_actor_history_at_first_steps():
     obs0 = np.random.default_rng(0).integers(0, 2, (2, *env.obs_shape)).astype(np.uint8)
     key = jax.random.PRNGKey(1)
     legal = env.legal_actions(np.zeros(2, bool))
-    state, a0, _, _ = act(params, state, obs0, np.array([True, True]), legal, key)
+    state, a0, _, _, _ = act(params, state, obs0, np.array([True, True]), legal, key)
     np.testing.assert_array_equal(state.frames[:, : L - 1], 0.0)
     np.testing.assert_array_equal(state.frames[:, -1], obs0)
     np.testing.assert_array_equal(state.actions[:, : L - 1], 0)
     np.testing.assert_array_equal(state.actions[:, -1], a0)
     assert np.all(np.asarray(a0) >= 1)  # the dummy action is illegal before the end
     obs1 = 1 - obs0
-    state, a1, _, _ = act(params, state, obs1, np.array([False, True]), legal, key)
+    state, a1, _, _, _ = act(params, state, obs1, np.array([False, True]), legal, key)
     np.testing.assert_array_equal(state.frames[0, -2:], np.stack([obs0[0], obs1[0]]))
     np.testing.assert_array_equal(state.frames[0, : L - 2], 0.0)
     np.testing.assert_array_equal(state.actions[0, -2:], [a0[0], a1[0]])

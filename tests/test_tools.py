@@ -106,3 +106,184 @@ def test_bad_ladder_flags_exit_with_a_message_and_write_nothing(tmp_path, capsys
         tools.run_ladder(tools.Ladder(run_dir=str(tmp_path), **flags))
     assert exit_.value.code == 2 and named in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Annotated episodes, search trees and delusions
+# ---------------------------------------------------------------------------------------------
+SMALL = dict(channels=8, repr_blocks=1, pred_blocks=0, head_hidden=16)
+
+
+def small_agent(script, seed: int = 0, **flags):
+    import jax
+
+    args = script.Args(**SMALL, **flags)
+    num_actions = (script.BreakthroughVecEnv(5, 1) if script.__name__ == "muzero_breakthrough"
+                   else script.MinAtarVecEnv(args.env_id, 1, 0, 0.0)).num_actions
+    net = script.make_network(args, num_actions)
+    return args, net, script.init_params(net, args, jax.random.PRNGKey(seed))
+
+
+def test_annotated_frames_hold_the_search_of_their_own_step(tmp_path):
+    import jax
+    import jax.numpy as jnp
+    from PIL import Image
+
+    import muzero_minatar as m
+
+    args, net, params = small_agent(m, eval_num_simulations=6)
+    act_fn = m.make_act_fn(net, m.planner_configs(args)[1], args.gamma, keep_tree=True)
+    _, lengths, rec = m.evaluate_policy(act_fn, params, args, 1, 7, record=True)
+    assert len(rec.frames) == len(rec.trees) == len(rec.actions) == lengths[0] + 1 > 5
+    assert rec.action_names == ["(end)", "noop", "left", "right"]  # Breakout's minimal action set
+    # step k's planner input by hand: the observations and actions before it (zeros before the episode) and
+    # evaluate_policy's k-th key (one batch of 1 episode: its key stream is env_seeds(seed, 2)[-1])
+    L, key, keys = args.history_length, jax.random.PRNGKey(m.env_seeds(7, 2)[-1]), []
+    for _ in range(5):
+        key, sub = jax.random.split(key)
+        keys.append(sub)
+    zeros = np.zeros_like(rec.frames[0], np.float32)
+    for k in (0, 4):
+        past = ([zeros] * L + rec.frames[:k])[-L:]
+        state = m.ActorState(jnp.asarray(np.stack(past)[None], jnp.float32), jnp.asarray([([0] * L + rec.actions[:k])[-L:]]))
+        legal = np.array([[False, True, True, True]])
+        _, action, value, weights, _ = act_fn(params, state, rec.frames[k][None], np.array([k == 0]), legal, keys[k])
+        numbers = m.search_numbers(rec.trees[k], rec.actions[k])
+        assert numbers["action"] == int(action[0])
+        np.testing.assert_allclose(numbers["value"], float(value[0]), rtol=1e-6)
+        assert numbers["visits"].sum() == 6 and numbers["visits"][0] == 0 and numbers["prior"][0] == 0  # dummy masked
+        np.testing.assert_allclose(numbers["visits"] / 6, np.asarray(weights[0]), atol=1e-6)  # PUCT: visit shares
+        lines = m.annotation_lines(numbers, k, rec.action_names)
+        assert lines[0] == f"step {k}  action {rec.action_names[int(action[0])]}"
+        assert lines[1].startswith(f"v* {float(value[0]):+.3f}")
+        assert len(lines) == 3 + 3  # the header, then the 3 legal actions, most visited first
+        visits = [int(line.split()[2]) for line in lines[3:]]
+        assert visits == sorted(visits, reverse=True) and sum(visits) == 6
+    m.save_gif(rec, str(tmp_path / "episode.gif"))
+    with Image.open(tmp_path / "episode.gif") as gif:
+        assert gif.n_frames == len(rec.frames) and gif.size == (160 + 190, 160)
+
+
+def test_tree_extractor_equals_the_mctx_summary_at_the_root():
+    import jax
+
+    import muzero_minatar as m
+
+    args, net, params = small_agent(m, planner="gumbel", eval_num_simulations=12)
+    act_fn = m.make_act_fn(net, m.planner_configs(args)[1], args.gamma, keep_tree=True)
+    obs = np.random.default_rng(0).integers(0, 2, (2, 10, 10, 4)).astype(np.uint8)
+    legal = np.ones((2, 4), bool)
+    legal[:, 0] = False
+    _, _, _, _, tree = act_fn(params, m.initial_actor_state(2, args.history_length, obs.shape[1:]), obs,
+                              np.array([True, True]), legal, jax.random.PRNGKey(1))
+    summary = tree.summary()
+    for g in range(2):
+        nodes = tools.tree_nodes(jax.tree.map(lambda x: x[g: g + 1], tree))
+        assert len(nodes) == 13 and nodes[0]["N"] == 13 and nodes[0]["depth"] == 0  # a node per simulation
+        assert nodes[0]["V"] == pytest.approx(float(summary.value[g]), abs=1e-6)
+        children = {n["action"]: n for n in nodes if n["depth"] == 1}
+        for a in range(4):
+            visits = int(summary.visit_counts[g, a])
+            assert children[a]["N"] == visits if visits else a not in children
+            if visits:
+                assert children[a]["Q"] == pytest.approx(float(summary.qvalues[g, a]), abs=1e-5)
+        for n in nodes:  # a node's visits: its own expansion and every simulation through its children
+            assert n["N"] == 1 + sum(c["N"] for c in nodes if c["parent"] == n["index"])
+
+
+def chain_search():
+    """A search by mctx with a hand-written model on Breakthrough's first position: its prior puts nearly all
+    mass on black's first legal move at even depths and on white's first legal reply at odd depths, so 3
+    simulations go down one line: black's move (legal), white's reply (legal), and black's first move again,
+    from a square it has left (illegal: a delusion)."""
+    import jax
+    import jax.numpy as jnp
+    import mctx
+
+    import muzero_breakthrough as bt
+
+    env = bt.BreakthroughVecEnv(5, 1)
+    root = env.game.new_initial_state()
+    black = root.legal_actions()[0] + 1  # agent actions are OpenSpiel's + 1
+    white = root.child(black - 1).legal_actions()[0] + 1
+    favour = jnp.full((2, env.num_actions), -20.0).at[0, black].set(20.0).at[1, white].set(20.0)
+
+    def recurrent_fn(params, rng, action, depth):
+        depth = depth + 1
+        return mctx.RecurrentFnOutput(reward=jnp.zeros(1), discount=-jnp.ones(1), prior_logits=favour[depth % 2],
+                                      value=jnp.zeros(1)), depth
+
+    out = mctx.muzero_policy(None, jax.random.PRNGKey(0), mctx.RootFnOutput(prior_logits=favour[:1], value=jnp.zeros(1),
+                                                                        embedding=jnp.zeros(1, int)),
+                             recurrent_fn, 3, invalid_actions=~env.legal_actions(np.array([False])), dirichlet_fraction=0.0)
+    return out.search_tree, root, black, white
+
+
+def test_a_search_through_an_illegal_move_is_marked_as_a_delusion_and_a_legal_one_is_not():
+    tree, root, black, white = chain_search()
+    nodes = tools.mark_delusions(tools.tree_nodes(tree), root)
+    assert [(n["depth"], n.get("action"), n["N"], n["delusion"]) for n in nodes] == [
+        (0, None, 4, False), (1, black, 3, False), (2, white, 2, False), (3, black, 1, True)]
+    # the audit's shares by hand: 1 of 3 simulations ended in a delusion, which holds 1 of the 6 visits below the root
+    assert tools.delusion_shares(tree, root) == pytest.approx((1 / 3, 1 / 6))
+    # the dummy action is a delusion before the end; after it, it is the only legal action (the absorbing
+    # state the model learns), and any move is a delusion
+    hand = [{"index": 0, "parent": -1}, {"index": 1, "parent": 0, "action": 0},
+            {"index": 2, "parent": 0, "action": black}, {"index": 3, "parent": 1, "action": 0}]
+    assert [n["delusion"] for n in tools.mark_delusions(hand, root)] == [False, True, False, True]
+    ended = root.clone()
+    while not ended.is_terminal():
+        ended.apply_action(ended.legal_actions()[0])
+    assert [n["delusion"] for n in tools.mark_delusions(hand, ended)] == [False, False, True, False]
+
+
+def test_tree_tool_draws_every_node_with_its_numbers_and_delusions_in_red(tmp_path):
+    import muzero_breakthrough as bt
+
+    args, net, params = small_agent(bt, eval_num_simulations=24, planner="muzero")
+    bt.save_model(str(tmp_path / "m.muzero_model"), args, params)
+    nodes = tools.run_tree(tools.Tree(model=str(tmp_path / "m.muzero_model"), step=3, opponent="random",
+                                      out=str(tmp_path / "tree")))
+    assert len(nodes) == 25 and nodes[0]["N"] == 25
+    dot = (tmp_path / "tree.dot").read_text()
+    assert dot.count("->") == 24 and dot.count("#f4a0a0") == sum(n["delusion"] for n in nodes)
+    deluded = [n for n in nodes if n["delusion"]]
+    assert deluded and all(n["depth"] >= 2 for n in deluded)  # the root's moves are OpenSpiel's legal ones
+    first = next(n for n in nodes if n["depth"] == 1)
+    assert f"#{first['index']}\\nR {first['R']:+.2f}\\nV {first['V']:+.2f}\\nN {first['N']}" in dot
+
+
+def test_audit_and_tsne_measure_self_play_positions_of_both_players(tmp_path):
+    import pandas as pd
+
+    import muzero_breakthrough as bt
+
+    args, net, params = small_agent(bt, eval_num_simulations=16, planner="muzero")
+    for step in (10, 20):
+        bt.save_model(str(tmp_path / f"step_{step}.muzero_model"), args, params)
+    table = tools.run_audit(tools.Audit(models=(str(tmp_path / "step_20.muzero_model"), str(tmp_path / "step_10.muzero_model")),
+                                        positions=24, games=4, out=str(tmp_path / "audit")))
+    assert table.step.tolist() == [10, 20] and (table.positions == 24).all()
+    # an untrained model's prior is near uniform over 300 moves, ~10 of them legal: below the root it plans
+    # mostly through moves the game does not allow; the two copies of one model measure the same
+    assert (0.2 < table.simulation_share).all() and (table.simulation_share <= 1).all()
+    assert table.simulation_share.iloc[0] == table.simulation_share.iloc[1]
+    assert pd.read_csv(tmp_path / "audit" / "audit.csv").shape == (2, 6)
+    tsne = tools.run_tsne(tools.Tsne(model=str(tmp_path / "step_10.muzero_model"), positions=40, games=4,
+                                     perplexity=5, out=str(tmp_path / "tsne")))
+    assert len(tsne) == 40 and set(tsne.player) == {0, 1} and tsne.move.min() == 0 and tsne.move.max() >= 9
+    assert np.isfinite(tsne[["x", "y", "value"]].to_numpy()).all()
+
+
+@pytest.mark.parametrize("tool, flags, named", [
+    ("tree", ["--model", "missing.muzero_model"], "--model"),
+    ("budget", ["--models", "m", "--simulations", "0", "4"], "--simulations"),
+    ("audit", ["--models", "m", "--positions", "0"], "--positions"),
+])
+def test_bad_tool_flags_exit_2_with_the_flag_named(tmp_path, tool, flags, named):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, tools.__file__, tool, *flags], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 2 and named in done.stderr, done.stderr
+    assert list(tmp_path.iterdir()) == []
