@@ -393,12 +393,17 @@ def make_envs(script, args, num_envs: int, seed: int):
     return script.MinAtarVecEnv(args.env_id, num_envs, seed, args.sticky_action_prob, step_limit)
 
 
-def self_play(script, args, net, params, measure, num_positions: int, num_games: int, seed: int) -> list:
-    """`measure(tree, game_state, move_number, player)` at `num_positions` positions of self-play with the
-    evaluation planner: one network plays every game of a batch, both sides in Breakthrough (as the actors
-    play, with the history of both players' moves). `tree` is one game's search (batch size 1), `game_state`
-    its OpenSpiel state (None for the Atari games). Positions where a game has ended are left out."""
-    act_fn = script.make_act_fn(net, script.planner_configs(args)[1], args.gamma, keep_tree=True)
+def self_play(script, args, net, params, measure, num_positions: int, num_games: int, seed: int,
+              num_simulations: int = 0) -> list:
+    """`measure(tree, game_state, move_number, player)` at `num_positions` positions of self-play as the actors
+    play it: the training planner (its root noise, and Breakthrough's random moves, make the games differ;
+    the evaluation planner would play one game over and over), one network for every game of a batch and
+    both sides in Breakthrough. `tree` is one game's search (batch size 1), `game_state` its OpenSpiel state
+    (None for the Atari games). Positions where a game has ended are left out. `num_simulations` replaces the
+    run's --num-simulations (0 keeps it)."""
+    if num_simulations:
+        args = dataclasses.replace(args, num_simulations=num_simulations)
+    act_fn = script.make_act_fn(net, script.planner_configs(args)[0], args.gamma, keep_tree=True)
     envs = make_envs(script, args, num_games, seed)
     state = script.initial_actor_state(num_games, args.history_length, envs.obs_shape)
     step = envs.step(np.zeros(num_games, np.int32))
@@ -440,6 +445,8 @@ class Audit:
     """self-play positions searched per model"""
     games: int = 16
     """self-play games played at once"""
+    simulations: int = 0
+    """simulations of the self-play search (0: the run's --num-simulations, as its actors searched)"""
     seed: int = 0
     """fixes the search noise"""
     out: str = "analysis/audit"
@@ -449,17 +456,18 @@ class Audit:
 def run_audit(cfg: Audit):
     import pandas as pd
 
-    if cfg.positions <= 0 or cfg.games <= 0:
-        fail(f"--positions and --games must be positive (got {cfg.positions}, {cfg.games})")
+    if cfg.positions <= 0 or cfg.games <= 0 or cfg.simulations < 0:
+        fail(f"--positions and --games must be positive, --simulations non-negative (got {cfg.positions}, "
+             f"{cfg.games}, {cfg.simulations})")
     agents = [load_agent(m) for m in cfg.models]
     if not all(is_board_game(a[0]) for a in agents):
         fail("--models: the audit replays searches in the real game: Breakthrough models only")
     rows = []
     for path, (script, args, net, params) in zip(cfg.models, agents):
         shares = np.array(self_play(script, args, net, params, lambda tree, game, move, player: delusion_shares(tree, game),
-                                    cfg.positions, cfg.games, cfg.seed))
+                                    cfg.positions, cfg.games, cfg.seed, cfg.simulations))
         rows.append({"model": path, "step": model_step(path), "positions": len(shares),
-                     "simulations": args.eval_num_simulations, "simulation_share": shares[:, 0].mean(),
+                     "simulations": cfg.simulations or args.num_simulations, "simulation_share": shares[:, 0].mean(),
                      "visit_share": shares[:, 1].mean()})
         print(f"{path}: {rows[-1]['simulation_share']:.3f} of simulations, {rows[-1]['visit_share']:.3f} of visits "
               "in delusions", flush=True)
@@ -467,7 +475,8 @@ def run_audit(cfg: Audit):
     os.makedirs(cfg.out, exist_ok=True)
     table.to_csv(os.path.join(cfg.out, "audit.csv"), index=False)
     plot_curves(table, "step", {"simulation_share": "share of simulations", "visit_share": "share of visit mass"},
-                "delusional nodes", os.path.join(cfg.out, "audit.png"))
+                f"in delusional nodes ({cfg.simulations or args.num_simulations} simulations)",
+                os.path.join(cfg.out, "audit.png"))
     return table
 
 

@@ -174,7 +174,7 @@ def test_capture_video_writes_an_evaluation_gif(two_runs):
     gifs = sorted(glob.glob(str(two_runs[1] / "videos" / "*" / "eval_*.gif")))
     assert [os.path.basename(g) for g in gifs] == ["eval_1536.gif", "eval_768.gif"]
     with Image.open(gifs[0]) as gif:
-        assert gif.size == (160, 160)
+        assert gif.size == (160 + 190, 160)  # the observation and the panel of the search's numbers
         assert gif.n_frames >= 2  # an episode of at least two observations
 
 
