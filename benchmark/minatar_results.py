@@ -6,6 +6,8 @@
     python benchmark/minatar_results.py commit     # the commit a run starts at (printed)
     python benchmark/minatar_results.py compare --out docs/benchmark/muzero_minatar_reanalyze \
         --runs docs/benchmark/muzero_minatar_reanalyze/ratio_*   # variants side by side
+    python benchmark/minatar_results.py select --runs docs/benchmark/muzero_minatar --games Breakout \
+        --seeds 1 2 --out docs/benchmark/muzero_minatar_reanalyze/ratio_0   # some collected runs, copied
 
 `collect` reads one run's TensorBoard events (tensorboard's EventAccumulator) and stores its
 evaluation curve in `{out}/{env_id}.csv` (one row per evaluation; a rerun of the same game and
@@ -17,6 +19,8 @@ writes the table `{out}/results.md` and the figures' table `{out}/figures.md` th
 `compare` puts several collected folders (one per configuration) side by side: per game, the training
 return against frames and against wall-clock minutes, and a table of final returns, wall time and
 the frames each configuration's training return needed to reach given levels.
+`select` copies the rows of some games and seeds from one collected folder into another (the base
+script's benchmark runs as reanalyze ratio 0, whose computation is the same: a test checks it).
 Only the CSVs are needed to redraw, so they are what gets committed, not the event files.
 """
 import argparse
@@ -202,6 +206,14 @@ def frames_to_reach(train: pd.DataFrame, level: float) -> float:
     return float(reached[0]) if len(reached) else float("nan")
 
 
+def select(folder: str, games: list[str], seeds: list[int], out: str):
+    os.makedirs(out, exist_ok=True)
+    for name in ["runs.csv"] + [f"{g}{suffix}.csv" for g in games for suffix in ("", "_train")]:
+        table = pd.read_csv(os.path.join(folder, name))
+        for (env_id, seed), rows in table[table.env_id.isin(games) & table.seed.isin(seeds)].groupby(["env_id", "seed"]):
+            replace_rows(os.path.join(out, name), rows, env_id, seed)
+
+
 def compare(folders: list[str], out: str):
     labels = [os.path.basename(os.path.normpath(f)) for f in folders]
     runs = {label: pd.read_csv(os.path.join(f, "runs.csv")) for label, f in zip(labels, folders)}
@@ -242,14 +254,17 @@ def compare(folders: list[str], out: str):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=["commit", "collect", "report", "random", "compare"])
+    parser.add_argument("step", choices=["commit", "collect", "report", "random", "compare", "select"])
     parser.add_argument("--run-dir", help="collect: the run's directory under runs/")
     parser.add_argument("--wall-time", type=float, help="collect: the run's wall time in seconds")
     parser.add_argument("--commit", help="collect: the commit the run ran at (default: the newest one before "
                         "the run's start time in its name)")
     parser.add_argument("--cpu-steal", type=float, help="collect: share of the machine's CPU time the host "
                         "gave to other virtual machines during the run (/proc/stat)")
-    parser.add_argument("--runs", nargs="+", help="compare: folders written by collect, one per configuration")
+    parser.add_argument("--runs", nargs="+", help="compare: folders written by collect, one per configuration; "
+                        "select: the one folder to copy from")
+    parser.add_argument("--games", nargs="+", help="select: the games to copy")
+    parser.add_argument("--seeds", nargs="+", type=int, help="select: the seeds to copy")
     parser.add_argument("--out", default="docs/benchmark/muzero_minatar")
     a = parser.parse_args()
     if a.step == "commit":
@@ -262,5 +277,9 @@ if __name__ == "__main__":
         random_returns(a.out)
     elif a.step == "compare":
         compare(a.runs, a.out)
+    elif a.step == "select":
+        if not a.runs or len(a.runs) != 1 or not a.games or not a.seeds:
+            parser.error("select needs one --runs folder, --games and --seeds")
+        select(a.runs[0], a.games, a.seeds, a.out)
     else:
         report(a.out)

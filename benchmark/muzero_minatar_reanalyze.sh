@@ -10,7 +10,10 @@
 #   RATIOS="0.4" GAMES="Asterix" SEEDS="3" bash benchmark/muzero_minatar_reanalyze.sh
 #
 # Ratio 0 is muzero_minatar.py's computation exactly (a test checks it, value for value), so its runs
-# can also be collected from benchmark/muzero_minatar.sh's runs of the same seeds.
+# can also be taken from benchmark/muzero_minatar.sh's collected runs of the same seeds:
+#   python benchmark/minatar_results.py select --runs docs/benchmark/muzero_minatar --games Asterix Breakout \
+#     --seeds 1 2 --out docs/benchmark/muzero_minatar_reanalyze/ratio_0
+#   RATIOS="0.2 0.4" bash benchmark/muzero_minatar_reanalyze.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RATIOS=${RATIOS:-"0 0.2 0.4"}

@@ -256,6 +256,13 @@ def test_benchmark_results_step(two_runs, tmp_path):
     assert "/Breakout.png)" in open(out / "figures.md").read()
     with open(out / "Breakout.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    # select: one seed's rows copied to another folder (the base runs as reanalyze ratio 0)
+    done = subprocess.run([sys.executable, results, "select", "--runs", str(out), "--games", "Breakout", "--seeds", "4",
+                           "--out", str(tmp_path / "picked")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    for name in ("runs.csv", "Breakout.csv", "Breakout_train.csv"):
+        whole = pd.read_csv(out / name)
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "picked" / name), whole[whole.seed == 4].reset_index(drop=True))
 
 
 CHECKPOINTED = [*SMALL_RUN, "--save-model", "--checkpoint-interval", "256"]  # a checkpoint every iteration
