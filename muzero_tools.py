@@ -32,6 +32,7 @@ from typing import Literal
 
 import jax
 import numpy as np
+import scipy.special
 import tyro
 
 from muzero_minatar import fail
@@ -80,12 +81,15 @@ def bradley_terry(wins: np.ndarray, anchor: int = 0, prior_games: float = 0.0, c
 # ---------------------------------------------------------------------------------------------
 # ladder: a round robin of a Breakthrough run's checkpoints
 # ---------------------------------------------------------------------------------------------
+def model_step(path: str):
+    """The training step of a checkpoint model (`step_{step}.muzero_model`); NaN for any other model."""
+    found = re.search(r"step_(\d+)\.muzero_model$", path)
+    return int(found.group(1)) if found else np.nan
+
+
 def checkpoint_models(run_dir: str) -> list[tuple[int, str]]:
     """(training step, path) of every checkpoint model a muzero_breakthrough.py run saved, by step."""
-    found = []
-    for path in glob.glob(os.path.join(run_dir, "models", "step_*.muzero_model")):
-        found.append((int(re.search(r"step_(\d+)\.muzero_model$", path).group(1)), path))
-    return sorted(found)
+    return sorted((model_step(path), path) for path in glob.glob(os.path.join(run_dir, "models", "step_*.muzero_model")))
 
 
 class OpeningMoves:
@@ -224,15 +228,22 @@ def is_board_game(script) -> bool:
     return script.__name__ == "muzero_breakthrough"
 
 
-def record_episode(script, args, net, params, seed: int, opponent: str, num_simulations: int = 0):
-    """One evaluation episode (Breakthrough: one game, the agent black against `opponent`) with the search of
-    every step: the script's own evaluation, a Recording (frames, trees, actions, action names)."""
+def evaluate(script, args, net, params, episodes: int, seed: int, opponent: str, num_simulations: int = 0,
+             record: bool = False):
+    """The script's own evaluate_policy (Breakthrough: `episodes` games against `opponent`, the agent black
+    in game 0) with its evaluation planner at `num_simulations` (0: the model's --eval-num-simulations);
+    `record` keeps a Recording of episode 0 with the search tree of every step."""
     if num_simulations:
         args = dataclasses.replace(args, eval_num_simulations=num_simulations)
-    act_fn = script.make_act_fn(net, script.planner_configs(args)[1], args.gamma, keep_tree=True)
+    act_fn = script.make_act_fn(net, script.planner_configs(args)[1], args.gamma, keep_tree=record)
     if is_board_game(script):
-        return script.evaluate_policy(act_fn, params, args, opponent, 1, (seed,), record=True)[2]
-    return script.evaluate_policy(act_fn, params, args, 1, seed, record=True)[2]
+        return script.evaluate_policy(act_fn, params, args, opponent, episodes, (seed,), record=record)
+    return script.evaluate_policy(act_fn, params, args, episodes, seed, record=record)
+
+
+def record_episode(script, args, net, params, seed: int, opponent: str, num_simulations: int = 0):
+    """One evaluation episode with the search of every step: a Recording (frames, trees, actions, names)."""
+    return evaluate(script, args, net, params, 1, seed, opponent, num_simulations, record=True)[2]
 
 
 def tree_nodes(tree) -> list[dict]:
@@ -249,8 +260,7 @@ def tree_nodes(tree) -> list[dict]:
         node = {"index": int(i), "parent": parent, "depth": 0 if parent < 0 else depth[parent] + 1,
                 "N": int(t["node_visits"][i]), "V": float(t["node_values"][i])}
         if parent >= 0:
-            logits = t["children_prior_logits"][parent]
-            prior = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+            prior = scipy.special.softmax(t["children_prior_logits"][parent])
             reward = float(t["children_rewards"][parent, action])
             node.update(action=action, p=float(prior[action]), R=reward,
                         Q=reward + float(t["children_discounts"][parent, action] * t["children_values"][parent, action]))
@@ -429,10 +439,6 @@ def delusion_shares(tree, game_state) -> tuple[float, float]:
     return len(deluded) / max(len(nodes), 1), sum(n["N"] for n in deluded) / max(sum(n["N"] for n in nodes), 1)
 
 
-def model_step(path: str):
-    found = re.search(r"step_(\d+)\.muzero_model$", path)
-    return int(found.group(1)) if found else np.nan
-
 
 @dataclass
 class Audit:
@@ -569,12 +575,7 @@ def run_budget(cfg: Budget):
     for path in cfg.models:
         script, args, net, params = load_agent(path)
         for n in cfg.simulations:
-            planner = script.planner_configs(dataclasses.replace(args, eval_num_simulations=n))[1]
-            act_fn = script.make_act_fn(net, planner, args.gamma)
-            if is_board_game(script):
-                result = script.evaluate_policy(act_fn, params, args, cfg.opponent, cfg.episodes, (cfg.seed,))[0]
-            else:
-                result = script.evaluate_policy(act_fn, params, args, cfg.episodes, cfg.seed)[0]
+            result = evaluate(script, args, net, params, cfg.episodes, cfg.seed, cfg.opponent, n)[0]
             rows.append({"model": path, "step": model_step(path), "simulations": n, "mean": result.mean(),
                          "stderr": result.std(ddof=1) / np.sqrt(len(result)), "episodes": len(result)})
             print(f"{path} at {n} simulations: {result.mean():.3f} +- {rows[-1]['stderr']:.3f}", flush=True)
