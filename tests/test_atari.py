@@ -37,10 +37,14 @@ def test_atari_bridge_resets_after_the_last_step_and_tells_a_lost_life_from_game
     assert step.obs.shape == (4, 32, 32, 1) and step.obs.dtype == np.uint8 and step.is_first.all()
     rng = np.random.default_rng(0)
     lives_lost = games_over = 0
+    since_first = np.zeros(4, int)
     for _ in range(1500):
+        since_first = np.where(step.is_first, 0, since_first + 1)
         legal = envs.legal_actions(step.is_last)
-        assert (legal[:, 0] == step.is_last).all() and (legal[:, 1:] == ~step.is_last[:, None]).all()
-        action = np.where(step.is_last, 0, rng.integers(1, 5, 4))
+        serve = ~step.is_last & (since_first < 2)  # --fire-steps 2: a life's first two steps may only serve
+        assert (legal[:, 0] == step.is_last).all() and (legal[:, 2] == ~step.is_last).all()
+        assert (legal[:, [1, 3, 4]] == (~step.is_last & ~serve)[:, None]).all()
+        action = np.where(step.is_last, 0, np.where(serve, 2, rng.integers(1, 5, 4)))
         was_last, was_over = step.is_last, step.game_over
         step = envs.step(action)
         assert (step.is_first == was_last).all()  # the step after an episode's last starts the next
@@ -49,6 +53,24 @@ def test_atari_bridge_resets_after_the_last_step_and_tells_a_lost_life_from_game
         games_over += int(was_over.sum())
     # Breakout has 5 lives: a random player loses several per game, and games end
     assert lives_lost >= 4 * games_over and games_over >= 1
+
+
+def noop_player(params, state, obs, is_first, legal, key):
+    """An act function that never chooses to serve: NOOP whenever it is legal, else the first legal action."""
+    action = np.where(legal[:, 1], 1, np.argmax(legal, 1))
+    return state, action, np.zeros(len(legal)), legal / legal.sum(1, keepdims=True), None
+
+
+@pytest.mark.parametrize("fire_steps, ended", [(2, True), (0, False)])
+def test_games_of_a_player_that_never_serves_end_only_with_the_fire_rule(fire_steps, ended):
+    """Breakout serves only on FIRE. With --fire-steps each life starts with FIRE and a NOOP player loses its
+    5 lives in ~125 steps; without it, it stands until --max-episode-steps."""
+    args = small_args(max_episode_steps=600, fire_steps=fire_steps)
+    returns, lengths, _ = ma.evaluate_policy(noop_player, None, args, 8, (3, 0))
+    if ended:
+        assert (lengths < 200).all() and (lengths > 100).all() and (returns == 0).all()
+    else:
+        assert (lengths == 600).all()
 
 
 def test_environment_streams_are_fixed_by_the_seed_and_differ_between_seeds():
