@@ -1,4 +1,5 @@
-"""Tools that look inside trained agents of the muzero_*.py scripts (issue 14; MooZi thesis 4.5, 5.4, 5.7-5.9).
+"""Tools that look inside trained agents of the muzero_*.py scripts (MooZi thesis 4.5, 5.4, 5.7-5.9), and the
+benchmarks' results step.
 They are not the agent: each script stays self-contained, and these import its functions. One subcommand per
 tool, each with --help:
 
@@ -18,6 +19,16 @@ tsne: t-SNE of the root hidden states of self-play positions, coloured by v*, mo
 budget: evaluation return (MinAtar, Atari) or win rate (Breakthrough) of models against the number of
     simulations of their search (5.4).
 
+The results step of the benchmarks (benchmark/*.sh runs them; the docs' tables and curves come from them):
+
+    python muzero_tools.py collect --run-dir runs/Breakout__muzero_minatar__1__... --wall-time 2590 --out DIR
+    python muzero_tools.py report --out DIR
+
+commit: the commit a run starts at. collect: one run's TensorBoard events into CSVs (evaluation curve, binned
+    training returns or Breakthrough's win rates, a summary row). report: curves and tables from the CSVs.
+random-returns: a uniformly random policy's MinAtar returns. select: some games and seeds copied from one
+    collected folder to another. compare: collected folders (one per configuration) side by side.
+
 Any saved model works: a script's --save-model output or a checkpoint's models/step_*.muzero_model; which script
 made it is read from the flags saved beside it.
 """
@@ -26,16 +37,25 @@ import glob
 import importlib
 import json
 import os
+import platform
 import re
+import subprocess
 from dataclasses import dataclass
 from typing import Literal
 
 import jax
+import jax.numpy as jnp
+import matplotlib
 import numpy as np
+import pandas as pd
 import scipy.special
 import tyro
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from muzero_minatar import fail
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
 
 ELO_PER_LOGIT = 400 / np.log(10)  # Elo's scale: a 400-point gap is 10:1 odds
 
@@ -137,7 +157,6 @@ class Ladder:
 
 
 def run_ladder(cfg: Ladder):
-    import pandas as pd
     import muzero_breakthrough as bt
 
     for name in ["games_per_pair", "mcts_simulations", "every"]:
@@ -188,11 +207,6 @@ def run_ladder(cfg: Ladder):
 
 
 def plot_ladder(ratings, path: str, title: str):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     ckpt = ratings[ratings.step.notna()]
     fig, ax = plt.subplots(figsize=(6, 3.8))
     ax.errorbar(ckpt.step, ckpt.elo, yerr=[ckpt.elo - ckpt.low, ckpt.high - ckpt.elo], fmt="o-", capsize=3,
@@ -460,8 +474,6 @@ class Audit:
 
 
 def run_audit(cfg: Audit):
-    import pandas as pd
-
     if cfg.positions <= 0 or cfg.games <= 0 or cfg.simulations < 0:
         fail(f"--positions and --games must be positive, --simulations non-negative (got {cfg.positions}, "
              f"{cfg.games}, {cfg.simulations})")
@@ -505,7 +517,6 @@ class Tsne:
 
 
 def run_tsne(cfg: Tsne):
-    import pandas as pd
     from sklearn.manifold import TSNE
 
     if cfg.positions <= 1 or cfg.games <= 0 or not 0 < cfg.perplexity < cfg.positions:
@@ -528,11 +539,6 @@ def run_tsne(cfg: Tsne):
 
 
 def plot_tsne(table, path: str, title: str):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
     for ax, (column, name, cmap) in zip(axes, [("value", "v*", "coolwarm"), ("move", "move number", "viridis"),
                                                ("player", "player to move", "bwr")]):
@@ -567,8 +573,6 @@ class Budget:
 
 
 def run_budget(cfg: Budget):
-    import pandas as pd
-
     if cfg.episodes <= 0 or min(cfg.simulations) <= 0:
         fail(f"--episodes and every --simulations must be positive (got {cfg.episodes}, {cfg.simulations})")
     rows = []
@@ -588,11 +592,6 @@ def run_budget(cfg: Budget):
 
 
 def plot_budget(table, path: str, ylabel: str):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for model, rows in table.groupby("model", sort=False):
         label = f"step {rows.step.iloc[0]:,.0f}" if np.isfinite(rows.step.iloc[0]) else os.path.basename(model)
@@ -606,11 +605,6 @@ def plot_budget(table, path: str, ylabel: str):
 
 
 def plot_curves(table, x: str, columns: dict, ylabel: str, path: str):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for column, label in columns.items():
         ax.plot(table[x], table[column], "o-", label=label)
@@ -622,8 +616,364 @@ def plot_curves(table, x: str, columns: dict, ylabel: str, path: str):
     plt.close(fig)
 
 
+# ---------------------------------------------------------------------------------------------
+# Benchmark results: the collection step of benchmark/*.sh, the tables and curves the docs show
+# ---------------------------------------------------------------------------------------------
+REPO = os.path.dirname(os.path.abspath(__file__))
+TRAIN_BIN = 20_000  # frames per point of the training-return curve
+OPPONENTS = {"random": "uniform random", "mcts": "MCTSBot"}  # Breakthrough's evaluation opponents
+TARGETS = {"random": 0.95, "mcts": 0.50}  # issue 12: the win rates Breakthrough's default configuration must reach
+
+
+def machine_line() -> str:
+    cpu = platform.processor()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return f"{os.cpu_count()} cores, {cpu}, JAX {jax.__version__}, {jax.default_backend().upper()}"
+
+
+def git_commit(out: str) -> str:
+    """The checked-out commit, with "+changes" if anything but the benchmark's own output folder `out`
+    differs from it (a run's uncommitted results must not mark the next run's code as changed; untracked
+    files, such as a worktree's link to a virtual environment, do not count)."""
+    def git(*args):
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=REPO, check=True).stdout.strip()
+    out = os.path.relpath(os.path.abspath(out), REPO)
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", *([] if out.startswith("..") else [f":(exclude){out}"]))
+    return git("rev-parse", "--short", "HEAD") + ("+changes" if changed else "")
+
+
+def commit_at(unix_time: int) -> str:
+    """The newest commit made before `unix_time` (a run whose start commit was not recorded)."""
+    return subprocess.run(["git", "rev-list", "-1", "--abbrev-commit", f"--before={unix_time}", "HEAD"],
+                          capture_output=True, text=True, cwd=REPO).stdout.strip() or "unknown"
+
+
+def replace_rows(path: str, new, env_id: str, seed: int):
+    """Writes `new` into the CSV at `path` in place of its rows of (env_id, seed)."""
+    if os.path.exists(path):
+        old = pd.read_csv(path)
+        old = old[~((old.env_id == env_id) & (old.seed == seed))]
+        new = pd.concat([old, new], ignore_index=True)
+    new.sort_values(["env_id", "seed"] + (["step"] if "step" in new else []), kind="stable").to_csv(path, index=False)
+
+
+def run_flag(events: EventAccumulator, name: str) -> str:
+    """A flag's value from the hyperparameters table the script logs as text at the start of a run."""
+    (tag,) = [t for t in events.Tags()["tensors"] if t.startswith("hyperparameters")]
+    text = events.Tensors(tag)[0].tensor_proto.string_val[0].decode()
+    return next(line.split("|")[2] for line in text.splitlines() if line.startswith(f"|{name}|"))
+
+
+def game_title(env_id: str) -> str:
+    """'MinAtar Breakout' or 'Atari Breakout-v5' (envpool's Atari ids carry a version)."""
+    return f"{'Atari' if '-v' in env_id else 'MinAtar'} {env_id}"
+
+
+@dataclass
+class Commit:
+    """Prints the commit a benchmark run starts at ("+changes" if code differs from it)."""
+
+    out: str = "docs/benchmark/muzero_minatar"
+    """the benchmark's output folder (its uncommitted results do not count as changes)"""
+
+
+def run_commit(cfg: Commit):
+    print(git_commit(cfg.out))
+
+
+@dataclass
+class Collect:
+    """Reads one run's TensorBoard events into `{out}`. A single-player run (MinAtar, Atari): its evaluation curve
+    into `{out}/{env_id}.csv` (one row per evaluation), the returns of its training episodes averaged over bins
+    of 20k frames (with their mean wall-clock minute) into `{out}/{env_id}_train.csv`. A Breakthrough run: its
+    win rates against the random player and MCTSBot (overall and per colour) into `{out}/win_rates.csv`. Both: a
+    summary row (commit, machine, wall time) into `{out}/runs.csv`. Collecting a game and seed again replaces
+    its rows. Only these CSVs are needed to redraw, so they are what gets committed, not the event files."""
+
+    run_dir: str
+    """the run's directory, runs/{env_id}__{exp_name}__{seed}__{time}"""
+    wall_time: float
+    """the run's wall time in seconds"""
+    out: str = "docs/benchmark/muzero_minatar"
+    commit: str | None = None
+    """the commit the run ran at (default: the newest one before the run's start time in its name)"""
+    cpu_steal: float | None = None
+    """share of the machine's CPU time the host gave to other virtual machines during the run (/proc/stat)"""
+
+
+def run_collect(cfg: Collect):
+    run_name = os.path.basename(os.path.normpath(cfg.run_dir))
+    env_id, exp_name, seed, start = run_name.split("__")
+    seed = int(seed)
+    events = EventAccumulator(cfg.run_dir, size_guidance={"scalars": 0, "tensors": 0})
+    events.Reload()
+    t0 = events.FirstEventTimestamp()
+    os.makedirs(cfg.out, exist_ok=True)
+    summary = {"env_id": env_id, "seed": seed, "run_name": run_name, "exp_name": exp_name}
+    if "charts/eval_win_rate_random" in events.Tags()["scalars"]:  # a board game
+        columns = {}
+        for opponent in OPPONENTS:
+            for suffix in ("", "_as_black", "_as_white"):
+                scalars = events.Scalars(f"charts/eval_win_rate_{opponent}{suffix}")
+                columns[f"{opponent}{suffix}"] = [e.value for e in scalars]
+                if not suffix:
+                    steps, minutes = [e.step for e in scalars], [(e.wall_time - t0) / 60 for e in scalars]
+        curve = pd.DataFrame({"env_id": env_id, "seed": seed, "step": steps, "minutes": minutes, **columns})
+        replace_rows(os.path.join(cfg.out, "win_rates.csv"), curve, env_id, seed)
+        last = curve.iloc[-1]
+        summary |= {"plies": int(last.step), "win_rate_random": last.random, "win_rate_mcts": last.mcts,
+                    "eval_games": int(run_flag(events, "eval_games")),
+                    "eval_mcts_simulations": int(run_flag(events, "eval_mcts_simulations")),
+                    "updates": int(events.Scalars("charts/num_updates")[-1].value)}
+        result = (f"final win rate {last.random:.2f} against random, {last.mcts:.2f} against MCTSBot, "
+                  f"at {int(last.step)} plies")
+    else:
+        returns = events.Scalars("charts/eval_episodic_return")
+        lengths = events.Scalars("charts/eval_episodic_length")
+        curve = pd.DataFrame({
+            "env_id": env_id, "seed": seed, "step": [e.step for e in returns],
+            "eval_return": [e.value for e in returns], "eval_length": [e.value for e in lengths],
+            "minutes": [(e.wall_time - t0) / 60 for e in returns],
+        })
+        replace_rows(os.path.join(cfg.out, f"{env_id}.csv"), curve, env_id, seed)
+        train = pd.DataFrame([(e.step, e.value, (e.wall_time - t0) / 60) for e in events.Scalars("charts/episodic_return")],
+                             columns=["step", "train_return", "minutes"])
+        binned = train.groupby((train.step - 1) // TRAIN_BIN).mean().reset_index(drop=True)  # x: mean frame of the bin
+        binned["step"] = binned.step.round().astype(int)
+        binned.insert(0, "seed", seed)
+        binned.insert(0, "env_id", env_id)
+        replace_rows(os.path.join(cfg.out, f"{env_id}_train.csv"), binned, env_id, seed)
+        # empty (NaN) when no training episode ended in the last 50k frames: Freeway's episodes all last
+        # 2500 steps, so the 32 default envs finish together every 80k frames
+        last_train = train.train_return[train.step > returns[-1].step - 50_000]
+        summary |= {"frames": returns[-1].step, "final_eval_return": returns[-1].value,
+                    "eval_episodes": int(run_flag(events, "eval_episodes")),
+                    "final_train_return_last_50k": last_train.mean()}
+        result = f"final evaluation return {returns[-1].value:.2f} at {returns[-1].step} frames"
+    summary |= {"wall_time_min": round(cfg.wall_time / 60, 1), "cpu_steal": cfg.cpu_steal,
+                "SPS": events.Scalars("charts/SPS")[-1].value, "commit": cfg.commit or commit_at(int(start)),
+                "machine": machine_line()}
+    replace_rows(os.path.join(cfg.out, "runs.csv"), pd.DataFrame([summary]), env_id, seed)
+    print(f"{run_name}: {result}, {cfg.wall_time / 60:.1f} min")
+
+
+@dataclass
+class Report:
+    """Draws the curves and writes the tables the docs include from a folder of collected runs. Single-player
+    games: `{out}/{env_id}.png` (evaluation and training return, mean and min-max over seeds, against
+    environment frames), `{out}/results.md`, and `{out}/figures.md` (the pictures as a table). Breakthrough:
+    `{out}/win_rates.png` (both win rates against plies and against wall-clock minutes, every seed) and
+    `{out}/results.md`."""
+
+    out: str = "docs/benchmark/muzero_minatar"
+
+
+def run_report(cfg: Report):
+    if os.path.exists(os.path.join(cfg.out, "win_rates.csv")):
+        return report_win_rates(cfg.out)
+    out = cfg.out
+    runs = pd.read_csv(os.path.join(out, "runs.csv"))
+    random_path = os.path.join(out, "random.csv")
+    floor = pd.read_csv(random_path).set_index("env_id").random_return if os.path.exists(random_path) else {}
+    rows = ["| game | seeds | final eval return (mean ± std) | random policy | frames | wall time per run (min) "
+            "| CPU steal |", "|---|---|---|---|---|---|---|"]
+    for env_id, group in runs.groupby("env_id"):
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        for name, column, style in ((f"{env_id}.csv", "eval_return", "o-"), (f"{env_id}_train.csv", "train_return", "--")):
+            curve = pd.read_csv(os.path.join(out, name))
+            stats = curve.groupby("step")[column].agg(["mean", "min", "max"])
+            label = "evaluation (test planner)" if column == "eval_return" else "training episodes"
+            n = curve.seed.nunique()
+            line, = ax.plot(stats.index, stats["mean"], style, label=f"{label}, {n} seed{'s' * (n > 1)}")
+            ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2, color=line.get_color())
+        ax.set(title=f"{game_title(env_id)}: {group.exp_name.iloc[0]}.py", xlabel="environment frames",
+               ylabel="episodic return")
+        if env_id in floor:
+            ax.axhline(floor[env_id], color="grey", linestyle=":", label="random policy")
+        ax.set_xlim(left=0)
+        if min(float(np.nanmin(line.get_ydata())) for line in ax.get_lines()) >= 0:
+            ax.set_ylim(bottom=0)  # MinAtar's and most Atari games' returns are never negative (Pong's are)
+        ax.legend(loc="upper left", fontsize="small")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, f"{env_id}.png"), dpi=100)
+        plt.close(fig)
+        final = group.final_eval_return
+        std = final.std(ddof=0)
+        rows.append(f"| {env_id} | {', '.join(map(str, group.seed))} | {final.mean():.2f} ± {std:.2f} | "
+                    f"{floor.get(env_id, float('nan')):.2f} | {group.frames.max():,} | {group.wall_time_min.min():.1f} – {group.wall_time_min.max():.1f} | "
+                    f"{100 * group.cpu_steal.min():.0f} – {100 * group.cpu_steal.max():.0f}% |")
+    rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}.",
+             "The final evaluation is the mean return of "
+             + " or ".join(map(str, sorted(runs.get("eval_episodes", pd.Series([8])).fillna(8).astype(int).unique())))
+             + " episodes (`--eval-episodes`; 8 before it became 32) with the evaluation planner; ± is the "
+             "standard deviation over seeds (population, ddof=0). CPU steal: share of the machine's CPU "
+             "time that the virtual machine's host gave to others during the run (from /proc/stat), the "
+             "reason wall times vary."]
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    print("\n".join(rows))
+    # the curves as a markdown table of images, for the docs page (paths relative to docs/)
+    games = sorted(runs.env_id.unique())
+    where = os.path.relpath(out, "docs")
+    cells = [f"![{g}]({where}/{g}.png)" for g in games] + [""] * (len(games) % 2)
+    figures = ["| | |", "|---|---|"] + [f"| {a} | {b} |" for a, b in zip(cells[::2], cells[1::2])]
+    with open(os.path.join(out, "figures.md"), "w") as f:
+        f.write("\n".join(figures) + "\n")
+
+
+def report_win_rates(out: str):
+    runs = pd.read_csv(os.path.join(out, "runs.csv"))
+    curves = pd.read_csv(os.path.join(out, "win_rates.csv"))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for ax, x, label in ((axes[0], "step", "plies (environment steps, both players)"),
+                         (axes[1], "minutes", "wall-clock minutes (2-core CPU)")):
+        for (opponent, name), colour in zip(OPPONENTS.items(), ("tab:blue", "tab:red")):
+            for i, (seed, run) in enumerate(curves.groupby("seed")):
+                ax.plot(run[x], run[opponent], "o-", color=colour, alpha=0.5 + 0.5 * (i == 0), markersize=3,
+                        label=f"against {name}" if i == 0 else None)
+            ax.axhline(TARGETS[opponent], color=colour, linestyle=":", linewidth=1)
+        ax.set(xlabel=label, ylim=(-0.02, 1.02))
+        ax.set_xlim(left=0)
+    axes[0].xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
+    axes[0].set_ylabel("win rate (both colours)")
+    axes[0].legend(loc="lower right", fontsize="small")
+    seeds = sorted(curves.seed.unique())
+    fig.suptitle(f"Breakthrough 5x5: muzero_breakthrough.py, seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}"
+                 " (dotted: the issue's targets)", fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "win_rates.png"), dpi=100)
+    plt.close(fig)
+    rows = ["| seed | plies | updates | win rate vs random | vs MCTSBot | as black / as white vs MCTSBot | games per opponent "
+            "| wall time (min) | CPU steal |", "|---|---|---|---|---|---|---|---|---|"]
+    for _, r in runs.iterrows():
+        final = curves[curves.seed == r.seed].iloc[-1]
+        rows.append(f"| {r.seed} | {r.plies:,} | {r.updates:,} | {r.win_rate_random:.2f} | {r.win_rate_mcts:.2f} | "
+                    f"{final.mcts_as_black:.2f} / {final.mcts_as_white:.2f} | {r.eval_games} | {r.wall_time_min:.1f} | "
+                    f"{100 * r.cpu_steal:.0f}% |")
+    rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}. "
+             f"MCTSBot: {', '.join(map(str, runs.eval_mcts_simulations.unique()))} simulations, UCT c 2, one random "
+             "rollout per leaf, solver on. Win rates are over the games of the last evaluation, half with each colour."]
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    print("\n".join(rows))
+
+
+@dataclass
+class RandomReturns:
+    """Mean return of a uniformly random policy over each game's legal actions, under the evaluation's rules
+    (MinAtar: step limits, sticky actions off; Atari: whole games, sticky actions, --fire-steps): the floor a
+    learning curve starts from (`{out}/random.csv`, drawn by `report`)."""
+
+    out: str = "docs/benchmark/muzero_minatar"
+    env_ids: tuple[str, ...] = ("Asterix", "Breakout", "Freeway", "SpaceInvaders")
+    """MinAtar games, or envpool's Atari ids (e.g. Breakout-v5 Pong-v5)"""
+    episodes: int = 200
+    seed: int = 0
+
+
+def run_random_returns(cfg: RandomReturns):
+    def act(params, state, obs, is_first, legal, key):  # uniform over the legal actions
+        return state, jax.random.categorical(key, jnp.where(jnp.asarray(legal), 0.0, -jnp.inf)), None, None, None
+
+    rows = []
+    for env_id in cfg.env_ids:
+        script = importlib.import_module("muzero_atari_multigpu" if "-v" in env_id else "muzero_minatar")
+        returns, _, _ = script.evaluate_policy(act, None, script.Args(env_id=env_id), cfg.episodes, cfg.seed)
+        rows.append({"env_id": env_id, "episodes": cfg.episodes, "random_return": float(returns.mean()),
+                     "standard_error": float(returns.std() / np.sqrt(cfg.episodes))})
+        print(rows[-1])
+    os.makedirs(cfg.out, exist_ok=True)
+    pd.DataFrame(rows).to_csv(os.path.join(cfg.out, "random.csv"), index=False)
+
+
+def frames_to_reach(train, level: float) -> float:
+    """First frame at which the mean over seeds of the binned training return is >= level (NaN: never)."""
+    mean = train.groupby("step").train_return.mean()
+    reached = mean.index[mean.values >= level]
+    return float(reached[0]) if len(reached) else float("nan")
+
+
+@dataclass
+class Select:
+    """Copies the rows of some games and seeds from one collected folder into another (the base script's
+    benchmark runs as reanalyze ratio 0, whose computation is the same: a test checks it)."""
+
+    runs: str
+    """the collected folder to copy from"""
+    games: tuple[str, ...]
+    seeds: tuple[int, ...]
+    out: str
+
+
+def run_select(cfg: Select):
+    os.makedirs(cfg.out, exist_ok=True)
+    for name in ["runs.csv"] + [f"{g}{suffix}.csv" for g in cfg.games for suffix in ("", "_train")]:
+        table = pd.read_csv(os.path.join(cfg.runs, name))
+        chosen = table[table.env_id.isin(cfg.games) & table.seed.isin(cfg.seeds)]
+        for (env_id, seed), rows in chosen.groupby(["env_id", "seed"]):
+            replace_rows(os.path.join(cfg.out, name), rows, env_id, seed)
+
+
+@dataclass
+class Compare:
+    """Several collected folders (one per configuration) side by side: per game, the training return against
+    frames and against wall-clock minutes (`{out}/{env_id}_compare.png`), and a table of final returns, wall
+    time and the frames each configuration's training return needed to reach given levels (`{out}/compare.md`)."""
+
+    runs: tuple[str, ...]
+    """folders written by collect, one per configuration (the folder's name labels it)"""
+    out: str
+
+
+def run_compare(cfg: Compare):
+    folders, out = cfg.runs, cfg.out
+    os.makedirs(out, exist_ok=True)
+    labels = [os.path.basename(os.path.normpath(f)) for f in folders]
+    runs = {label: pd.read_csv(os.path.join(f, "runs.csv")) for label, f in zip(labels, folders)}
+    games = sorted(set.intersection(*(set(r.env_id) for r in runs.values())))
+    rows = ["| game | configuration | seeds | final eval return (mean) | training return, last 50k frames | "
+            "wall time per run (min) | frames to reach a training return of 25% / 50% / 75% of the best last one |",
+            "|---|---|---|---|---|---|---|"]
+    for env_id in games:
+        trains = {label: pd.read_csv(os.path.join(f, f"{env_id}_train.csv")) for label, f in zip(labels, folders)}
+        # the best configuration's training return at its last bin (Freeway: no episode ends in the last 50k)
+        best = max(t.groupby("step").train_return.mean().iloc[-1] for t in trains.values())
+        levels = [best * q for q in (0.25, 0.5, 0.75)]
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.5), sharey=True)
+        for label in labels:
+            group, train = runs[label][runs[label].env_id == env_id], trains[label]
+            mean = train.groupby("step").train_return.mean()
+            line, = axes[0].plot(mean.index, mean.values, label=f"{label} ({train.seed.nunique()} seeds)")
+            minutes = train.groupby("step").minutes.mean()  # wall-clock minutes since the run's first event
+            axes[1].plot(minutes.values, mean.values, color=line.get_color(), label=label)
+            reach = " / ".join(f"{f / 1000:.0f}k" if f == f else "never" for f in (frames_to_reach(train, v) for v in levels))
+            rows.append(f"| {env_id} | {label} | {', '.join(map(str, sorted(group.seed)))} | "
+                        f"{group.final_eval_return.mean():.2f} | {group.final_train_return_last_50k.mean():.2f} | "
+                        f"{group.wall_time_min.mean():.1f} | {reach} (levels {' / '.join(f'{v:.1f}' for v in levels)}) |")
+        axes[0].set(title=f"{game_title(env_id)}: training return", xlabel="environment frames", ylabel="return")
+        axes[1].set(title="against wall time", xlabel="minutes since the start of the run (mean over seeds)")
+        axes[0].legend(fontsize="small")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, f"{env_id}_compare.png"), dpi=100)
+        plt.close(fig)
+    rows += ["", "Training return: mean over seeds of training episodes, in bins of 20k frames (training planner, "
+             "with exploration noise). Frames to reach: the first bin whose mean is at or above the level (nan: "
+             "never). Machine: " + "; ".join(sorted(set(m for r in runs.values() for m in r.machine))) + ". Commits: "
+             + ", ".join(sorted(set(c for r in runs.values() for c in r.commit))) + "."]
+    with open(os.path.join(out, "compare.md"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    print("\n".join(rows))
+
+
 TOOLS = {"ladder": (Ladder, run_ladder), "episode": (Episode, run_episode), "tree": (Tree, run_tree),
-         "audit": (Audit, run_audit), "tsne": (Tsne, run_tsne), "budget": (Budget, run_budget)}
+         "audit": (Audit, run_audit), "tsne": (Tsne, run_tsne), "budget": (Budget, run_budget),
+         "commit": (Commit, run_commit), "collect": (Collect, run_collect), "report": (Report, run_report),
+         "random-returns": (RandomReturns, run_random_returns), "select": (Select, run_select),
+         "compare": (Compare, run_compare)}
 
 
 if __name__ == "__main__":

@@ -27,11 +27,10 @@ import tempfile
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "benchmark"))
-from minatar_results import machine_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
 from muzero_atari_multigpu import Args  # noqa: E402
+from muzero_tools import machine_line  # noqa: E402
 
 DEFAULTS = Args()  # each setting runs the script's defaults plus its flags
 PER_THREAD = DEFAULTS.num_envs * DEFAULTS.num_steps  # one actor thread's steps per iteration

@@ -18,7 +18,7 @@ cpu_ticks() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 for seed in $SEEDS; do
   log="$OUT/logs/breakthrough__seed${seed}.log"
   echo "== breakthrough seed $seed (log: $log)"
-  commit=$(python benchmark/breakthrough_results.py commit --out "$OUT")
+  commit=$(python muzero_tools.py commit --out "$OUT")
   start=$(date +%s)
   read -r steal0 total0 < <(cpu_ticks)
   python muzero_breakthrough.py --seed "$seed" "$@" 2>&1 | tee "$log"
@@ -26,7 +26,7 @@ for seed in $SEEDS; do
   read -r steal1 total1 < <(cpu_ticks)
   steal=$(awk -v s=$((steal1 - steal0)) -v t=$((total1 - total0)) 'BEGIN {printf "%.3f", s / t}')
   run_dir=$(sed -n 's/^run: \(runs\/[^ ]*\).*/\1/p' "$log" | head -n 1)
-  python benchmark/breakthrough_results.py collect --run-dir "$run_dir" --wall-time "$wall" --commit "$commit" \
+  python muzero_tools.py collect --run-dir "$run_dir" --wall-time "$wall" --commit "$commit" \
     --cpu-steal "$steal" --out "$OUT"
 done
-python benchmark/breakthrough_results.py report --out "$OUT"
+python muzero_tools.py report --out "$OUT"

@@ -27,7 +27,7 @@ for env_id in $GAMES; do
     log="$OUT/logs/${env_id}__seed${seed}.log"
     echo "== $env_id seed $seed (log: $log)"
     # the commit the run's code comes from ("+changes" if anything but $OUT differs from it)
-    commit=$(python benchmark/minatar_results.py commit --out "$OUT")
+    commit=$(python muzero_tools.py commit --out "$OUT")
     start=$(date +%s)
     read -r steal0 total0 < <(cpu_ticks)
     python "$SCRIPT" --env-id "$env_id" --seed "$seed" "${budget[@]}" "$@" 2>&1 | tee "$log"
@@ -35,8 +35,8 @@ for env_id in $GAMES; do
     read -r steal1 total1 < <(cpu_ticks)
     steal=$(awk -v s=$((steal1 - steal0)) -v t=$((total1 - total0)) 'BEGIN {printf "%.3f", s / t}')
     run_dir=$(sed -n 's/^run: \(runs\/[^ ]*\).*/\1/p' "$log" | head -n 1)  # the script's first line names it
-    python benchmark/minatar_results.py collect --run-dir "$run_dir" --wall-time "$wall" --commit "$commit" \
+    python muzero_tools.py collect --run-dir "$run_dir" --wall-time "$wall" --commit "$commit" \
       --cpu-steal "$steal" --out "$OUT"
   done
 done
-python benchmark/minatar_results.py report --out "$OUT"
+python muzero_tools.py report --out "$OUT"

@@ -23,7 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pandas as pd
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from minatar_results import REPO, git_commit, machine_line  # benchmark/ is on the path
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository: muzero_tools
+from muzero_tools import REPO, git_commit, machine_line  # noqa: E402
 
 # muzero_minatar.py's defaults before the screen below changed them (batch 256, uniform replay). The screen's
 # levers were measured on top of them, so those runs pass them first and the lever's flags after (the last

@@ -11,7 +11,7 @@
 #
 # Ratio 0 is muzero_minatar.py's computation exactly (a test checks it, value for value), so its runs
 # can also be taken from benchmark/muzero_minatar.sh's collected runs of the same seeds:
-#   python benchmark/minatar_results.py select --runs docs/benchmark/muzero_minatar --games Asterix Breakout \
+#   python muzero_tools.py select --runs docs/benchmark/muzero_minatar --games Asterix Breakout \
 #     --seeds 1 2 --out docs/benchmark/muzero_minatar_reanalyze/ratio_0
 #   RATIOS="0.2 0.4" bash benchmark/muzero_minatar_reanalyze.sh
 set -euo pipefail
@@ -23,4 +23,4 @@ for ratio in $RATIOS; do
   SCRIPT=muzero_minatar_reanalyze.py OUT="$BASE/ratio_$ratio" bash benchmark/muzero_minatar.sh \
     --reanalyze-ratio "$ratio" --exp-name "reanalyze_$ratio" "$@"
 done
-python benchmark/minatar_results.py compare --out "$BASE" --runs "$BASE"/ratio_*
+python muzero_tools.py compare --out "$BASE" --runs "$BASE"/ratio_*

@@ -28,7 +28,7 @@ import optax  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import muzero_minatar as m  # noqa: E402
-from minatar_results import git_commit, machine_line  # noqa: E402  (benchmark/ is on the path)
+from muzero_tools import git_commit, machine_line  # noqa: E402
 
 
 def play_randomly(env_id: str, num_envs: int, steps: int, seed: int) -> dict:

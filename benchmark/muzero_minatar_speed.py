@@ -42,6 +42,8 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository: muzero_tools
+
 SETTINGS = {  # name: (forced host devices, Args overrides)
     "default": (1, {}),
     "num_envs=64": (1, {"num_envs": 64}),
@@ -247,7 +249,7 @@ def write_report(results: list, out: str, meta: dict):
 
 def compare(rev: str, repeats: int, out: str, meta: dict):
     """Learner and acting speed of muzero_minatar.py at `rev` and in the working tree, alternating."""
-    from minatar_results import REPO
+    from muzero_tools import REPO
 
     with tempfile.TemporaryDirectory() as old_dir:
         code = subprocess.run(["git", "show", f"{rev}:muzero_minatar.py"], cwd=REPO, capture_output=True,
@@ -340,7 +342,7 @@ def main():
     if a.one:
         print("RESULT " + json.dumps(measure(a.one, a.iterations, a.warmup, a.source, a.parts_only)), flush=True)
         return
-    from minatar_results import git_commit, machine_line  # benchmark/ is on the path: this file runs as a script
+    from muzero_tools import git_commit, machine_line
 
     # the commit is taken before measuring: the code the measurements run
     command = "python benchmark/muzero_minatar_speed.py" + (

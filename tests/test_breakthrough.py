@@ -7,11 +7,13 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pyspiel
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import muzero_breakthrough as bt
+import muzero_tools as tools
 from test_runs import assert_refused
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
@@ -234,6 +236,19 @@ def test_self_play_smoke_run_writes_events_checkpoint_models_and_a_playable_mode
         assert a.read() == b.read()
     scores = bt.evaluate(os.path.join(run_dir, "muzero_breakthrough.muzero_model"), eval_games=4)
     assert scores.shape == (4,) and set(np.unique(scores)) <= {0.0, 1.0}
+    # the benchmark's results step files the run's win rates (muzero_tools.py collect and report)
+    out = tmp_path / "results"
+    tools.run_collect(tools.Collect(run_dir, wall_time=150, out=str(out), commit="abc1234", cpu_steal=0.1))
+    tools.run_report(tools.Report(str(out)))
+    curve = pd.read_csv(out / "win_rates.csv")
+    win_rates = {o: [e.value for e in acc.Scalars(f"charts/eval_win_rate_{o}")] for o in ("random", "mcts")}
+    assert curve.step.tolist() == [512, 1024] and curve.seed.tolist() == [2, 2]
+    assert curve.random.tolist() == pytest.approx(win_rates["random"]) and curve.mcts.tolist() == pytest.approx(win_rates["mcts"])
+    updates = int(acc.Scalars("charts/num_updates")[-1].value)
+    assert (f"| 2 | 1,024 | {updates:,} | {win_rates['random'][-1]:.2f} | {win_rates['mcts'][-1]:.2f} | "
+            in open(out / "results.md").read())
+    with open(out / "win_rates.png", "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("flags, named", [

@@ -226,15 +226,15 @@ def test_same_seed_same_logs(two_runs):
 
 
 def test_benchmark_results_step(two_runs, tmp_path):
-    """benchmark/minatar_results.py: the per-game CSV holds the run's evaluation curve; seeds are
-    aggregated in the table; collecting a game and seed again replaces its rows."""
+    """muzero_tools.py's results step (collect, report, select): the per-game CSV holds the run's evaluation
+    curve; seeds are aggregated in the table; collecting a game and seed again replaces its rows."""
     import pandas as pd
 
     (run_dir,) = glob.glob(str(two_runs[0] / "runs" / "*"))
     evals = scalars(run_dir, ("charts/eval_episodic_return",))["charts/eval_episodic_return"]
     other_seed = tmp_path / "Breakout__muzero_minatar__4__1"  # the same events, filed as seed 4
     shutil.copytree(run_dir, other_seed)
-    results = os.path.join(os.path.dirname(SCRIPT), "benchmark", "minatar_results.py")
+    results = os.path.join(os.path.dirname(SCRIPT), "muzero_tools.py")
     out = tmp_path / "out"
     for d, wall, steal in ((run_dir, 60, 0.1), (other_seed, 90, 0.2), (other_seed, 120, 0.3)):
         done = subprocess.run([sys.executable, results, "collect", "--run-dir", str(d), "--wall-time", str(wall),

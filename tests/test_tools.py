@@ -1,5 +1,6 @@
-"""Tests of muzero_tools.py: the analysis tools (issue 14)."""
+"""Tests of muzero_tools.py: the analysis tools (issue 14) and the benchmarks' results step."""
 import numpy as np
+import pandas as pd
 import pytest
 from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
@@ -47,7 +48,6 @@ def test_virtual_games_keep_an_unbeaten_player_finite_and_first():
 
 def test_ladder_plays_every_pair_both_colours_and_rates_the_mcts_anchor_above_random(tmp_path):
     import jax
-    import pandas as pd
 
     import muzero_breakthrough as bt
 
@@ -254,7 +254,6 @@ def test_tree_tool_draws_every_node_with_its_numbers_and_delusions_in_red(tmp_pa
 
 
 def test_audit_and_tsne_measure_self_play_positions_of_both_players(tmp_path):
-    import pandas as pd
 
     import muzero_breakthrough as bt
 
@@ -275,6 +274,23 @@ def test_audit_and_tsne_measure_self_play_positions_of_both_players(tmp_path):
     assert np.isfinite(tsne[["x", "y", "value"]].to_numpy()).all()
 
 
+def test_budget_searches_with_each_budget_and_reports_that_evaluation(tmp_path):
+    """budget: at n simulations every search of the evaluation has n simulations (the root is visited n + 1
+    times: once when it is expanded) and the table holds that evaluation's mean return and standard error."""
+    import muzero_minatar as m
+
+    args, net, params = small_agent(m, env_id="Breakout", eval_num_simulations=16)
+    m.save_model(str(tmp_path / "step_7.muzero_model"), args, params)
+    table = tools.run_budget(tools.Budget(models=(str(tmp_path / "step_7.muzero_model"),), simulations=(1, 3),
+                                          episodes=3, seed=2, out=str(tmp_path / "budget")))
+    assert table.simulations.tolist() == [1, 3] and (table.step == 7).all() and (table.episodes == 3).all()
+    for n, row in zip((1, 3), table.itertuples()):
+        returns, _, recording = tools.evaluate(m, args, net, params, 3, 2, "mcts", n, record=True)
+        assert row.mean == pytest.approx(returns.mean()) and row.stderr == pytest.approx(returns.std(ddof=1) / np.sqrt(3))
+        assert all(int(tree.node_visits[0, 0]) == n + 1 for tree in recording.trees)
+    assert pd.read_csv(tmp_path / "budget" / "budget.csv").shape == (2, 6)
+
+
 @pytest.mark.parametrize("tool, flags, named", [
     ("tree", ["--model", "missing.muzero_model"], "--model"),
     ("budget", ["--models", "m", "--simulations", "0", "4"], "--simulations"),
@@ -287,3 +303,18 @@ def test_bad_tool_flags_exit_2_with_the_flag_named(tmp_path, tool, flags, named)
     done = subprocess.run([sys.executable, tools.__file__, tool, *flags], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 2 and named in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_random_policy_returns_are_seeded_and_at_the_floor(tmp_path):
+    """The random policy's MinAtar returns (the benchmark tables' floor): one row per game, the same twice."""
+    tables = []
+    for name in ("a", "b"):
+        tools.run_random_returns(tools.RandomReturns(out=str(tmp_path / name), episodes=8, seed=3))
+        tables.append(pd.read_csv(tmp_path / name / "random.csv"))
+    pd.testing.assert_frame_equal(tables[0], tables[1])
+    table = tables[0].set_index("env_id")
+    assert list(table.index) == ["Asterix", "Breakout", "Freeway", "SpaceInvaders"] and (table.episodes == 8).all()
+    # a uniformly random player scores little (200 episodes in docs/benchmark/muzero_minatar/random.csv: 0.48,
+    # 0.36, 0.35 and, the most, SpaceInvaders 4.45)
+    assert (table.random_return.drop("SpaceInvaders") < 2).all() and table.random_return.SpaceInvaders < 10
+    assert (table.random_return >= 0).all() and (table.standard_error >= 0).all()
