@@ -636,13 +636,14 @@ def machine_line() -> str:
 
 
 def git_commit(out: str) -> str:
-    """The checked-out commit, with "+changes" if anything but the benchmark's own output folder `out`
-    differs from it (a run's uncommitted results must not mark the next run's code as changed; untracked
-    files, such as a worktree's link to a virtual environment, do not count)."""
+    """The checked-out commit, with "+changes" if anything but the docs and the benchmark's own output folder
+    `out` differs from it (uncommitted results or pages must not mark the next run's code as changed;
+    untracked files, such as a worktree's link to a virtual environment, do not count)."""
     def git(*args):
         return subprocess.run(["git", *args], capture_output=True, text=True, cwd=REPO, check=True).stdout.strip()
     out = os.path.relpath(os.path.abspath(out), REPO)
-    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", *([] if out.startswith("..") else [f":(exclude){out}"]))
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs",
+                  *([] if out.startswith("..") else [f":(exclude){out}"]))
     return git("rev-parse", "--short", "HEAD") + ("+changes" if changed else "")
 
 
@@ -779,19 +780,20 @@ def run_report(cfg: Report):
     runs = pd.read_csv(os.path.join(out, "runs.csv"))
     random_path = os.path.join(out, "random.csv")
     floor = pd.read_csv(random_path).set_index("env_id").random_return if os.path.exists(random_path) else {}
-    rows = ["| game | seeds | final eval return (mean ± std) | random policy | frames | wall time per run (min) "
+    steps = "agent steps" if runs.env_id.str.contains("-v").all() else "frames"  # Atari: --frame-skip frames a step
+    rows = [f"| game | seeds | final eval return (mean ± std) | random policy | {steps} | wall time per run (min) "
             "| CPU steal |", "|---|---|---|---|---|---|---|"]
     for env_id, group in runs.groupby("env_id"):
         fig, ax = plt.subplots(figsize=(5, 3.5))
         for name, column, style in ((f"{env_id}.csv", "eval_return", "o-"), (f"{env_id}_train.csv", "train_return", "--")):
             curve = pd.read_csv(os.path.join(out, name))
-            stats = curve.groupby("step")[column].agg(["mean", "min", "max"])
+            stats = curve.groupby("step")[column].agg(["mean", "min", "max"]) if column == "eval_return" else seed_curve(curve)
             label = "evaluation (test planner)" if column == "eval_return" else "training episodes"
             n = curve.seed.nunique()
             line, = ax.plot(stats.index, stats["mean"], style, label=f"{label}, {n} seed{'s' * (n > 1)}")
             ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2, color=line.get_color())
-        ax.set(title=f"{game_title(env_id)}: {group.exp_name.iloc[0]}.py", xlabel="environment frames",
-               ylabel="episodic return")
+        ax.set(title=f"{game_title(env_id)}: {group.exp_name.iloc[0]}.py", ylabel="episodic return",
+               xlabel="agent steps (--frame-skip frames each)" if "-v" in env_id else "environment frames")
         if env_id in floor:
             ax.axhline(floor[env_id], color="grey", linestyle=":", label="random policy")
         ax.set_xlim(left=0)
@@ -890,9 +892,20 @@ def run_random_returns(cfg: RandomReturns):
     pd.DataFrame(rows).to_csv(os.path.join(cfg.out, "random.csv"), index=False)
 
 
+def seed_curve(train):
+    """The binned training returns of several seeds (a `{env_id}_train.csv`) as one curve: per 20k-frame bin,
+    the mean, min and max over seeds of the return, and the mean frame and wall-clock minute, indexed by that
+    frame. A bin's frame is the mean frame of its episodes, so it differs a little between seeds: the bins
+    are matched by their index, not by their frame."""
+    curve = train.groupby((train.step - 1) // TRAIN_BIN).agg(
+        step=("step", "mean"), mean=("train_return", "mean"), min=("train_return", "min"),
+        max=("train_return", "max"), minutes=("minutes", "mean"))
+    return curve.set_index("step")
+
+
 def frames_to_reach(train, level: float) -> float:
     """First frame at which the mean over seeds of the binned training return is >= level (NaN: never)."""
-    mean = train.groupby("step").train_return.mean()
+    mean = seed_curve(train)["mean"]
     reached = mean.index[mean.values >= level]
     return float(reached[0]) if len(reached) else float("nan")
 
@@ -941,15 +954,15 @@ def run_compare(cfg: Compare):
     for env_id in games:
         trains = {label: pd.read_csv(os.path.join(f, f"{env_id}_train.csv")) for label, f in zip(labels, folders)}
         # the best configuration's training return at its last bin (Freeway: no episode ends in the last 50k)
-        best = max(t.groupby("step").train_return.mean().iloc[-1] for t in trains.values())
+        best = max(seed_curve(t)["mean"].iloc[-1] for t in trains.values())
         levels = [best * q for q in (0.25, 0.5, 0.75)]
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.5), sharey=True)
         for label in labels:
             group, train = runs[label][runs[label].env_id == env_id], trains[label]
-            mean = train.groupby("step").train_return.mean()
-            line, = axes[0].plot(mean.index, mean.values, label=f"{label} ({train.seed.nunique()} seeds)")
-            minutes = train.groupby("step").minutes.mean()  # wall-clock minutes since the run's first event
-            axes[1].plot(minutes.values, mean.values, color=line.get_color(), label=label)
+            curve = seed_curve(train)
+            line, = axes[0].plot(curve.index, curve["mean"], label=f"{label} ({train.seed.nunique()} seeds)")
+            # wall-clock minutes since the run's first event, mean over seeds
+            axes[1].plot(curve.minutes, curve["mean"], color=line.get_color(), label=label)
             reach = " / ".join(f"{f / 1000:.0f}k" if f == f else "never" for f in (frames_to_reach(train, v) for v in levels))
             rows.append(f"| {env_id} | {label} | {', '.join(map(str, sorted(group.seed)))} | "
                         f"{group.final_eval_return.mean():.2f} | {group.final_train_return_last_50k.mean():.2f} | "

@@ -318,3 +318,16 @@ def test_random_policy_returns_are_seeded_and_at_the_floor(tmp_path):
     # 0.36, 0.35 and, the most, SpaceInvaders 4.45)
     assert (table.random_return.drop("SpaceInvaders") < 2).all() and table.random_return.SpaceInvaders < 10
     assert (table.random_return >= 0).all() and (table.standard_error >= 0).all()
+
+
+def test_training_curves_average_seeds_bin_by_bin():
+    """A bin's frame is the mean frame of its episodes, so two seeds' bins sit at different frames: the curve
+    matches them by bin (one point per bin, the mean over seeds), and frames-to-reach reads that mean."""
+    train = pd.DataFrame({"seed": [1, 1, 1, 2, 2, 2], "step": [10_400, 30_100, 50_900, 10_050, 29_800, 50_200],
+                          "train_return": [1.0, 2.0, 6.0, 3.0, 6.0, 8.0], "minutes": [1, 2, 3, 2, 4, 6]})
+    curve = tools.seed_curve(train)
+    assert curve.index.tolist() == [10_225, 29_950, 50_550]
+    assert curve["mean"].tolist() == [2.0, 4.0, 7.0] and curve["min"].tolist() == [1.0, 2.0, 6.0]
+    assert curve["max"].tolist() == [3.0, 6.0, 8.0] and curve.minutes.tolist() == [1.5, 3.0, 4.5]
+    # seed 2 alone passes 5 in its second bin; the mean over seeds only in the third
+    assert tools.frames_to_reach(train, 5.0) == 50_550 and np.isnan(tools.frames_to_reach(train, 7.5))
