@@ -960,7 +960,7 @@ def run_compare(cfg: Compare):
         for label in labels:
             group, train = runs[label][runs[label].env_id == env_id], trains[label]
             curve = seed_curve(train)
-            line, = axes[0].plot(curve.index, curve["mean"], label=f"{label} ({train.seed.nunique()} seeds)")
+            line, = axes[0].plot(curve.index, curve["mean"], label=f"{label} ({train.seed.nunique()} seed{'s' * (train.seed.nunique() > 1)})")
             # wall-clock minutes since the run's first event, mean over seeds
             axes[1].plot(curve.minutes, curve["mean"], color=line.get_color(), label=label)
             reach = " / ".join(f"{f / 1000:.0f}k" if f == f else "never" for f in (frames_to_reach(train, v) for v in levels))
