@@ -625,6 +625,14 @@ OPPONENTS = {"random": "uniform random", "mcts": "MCTSBot"}  # Breakthrough's ev
 TARGETS = {"random": 0.95, "mcts": 0.50}  # issue 12: the win rates Breakthrough's default configuration must reach
 
 
+def write_markdown(path: str, rows: list[str]) -> None:
+    """Write the lines of a markdown table (and its notes) to `path` and print them: the docs include the file."""
+    text = "\n".join(rows)
+    with open(path, "w") as f:
+        f.write(text + "\n")
+    print(text)
+
+
 def machine_line() -> str:
     cpu = platform.processor()
     with open("/proc/cpuinfo") as f:
@@ -815,9 +823,7 @@ def run_report(cfg: Report):
              "standard deviation over seeds (population, ddof=0). CPU steal: share of the machine's CPU "
              "time that the virtual machine's host gave to others during the run (from /proc/stat), the "
              "reason wall times vary."]
-    with open(os.path.join(out, "results.md"), "w") as f:
-        f.write("\n".join(rows) + "\n")
-    print("\n".join(rows))
+    write_markdown(os.path.join(out, "results.md"), rows)
     # the curves as a markdown table of images, for the docs page (paths relative to docs/)
     games = sorted(runs.env_id.unique())
     where = os.path.relpath(out, "docs")
@@ -859,9 +865,7 @@ def report_win_rates(out: str):
     rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}. "
              f"MCTSBot: {', '.join(map(str, runs.eval_mcts_simulations.unique()))} simulations, UCT c 2, one random "
              "rollout per leaf, solver on. Win rates are over the games of the last evaluation, half with each colour."]
-    with open(os.path.join(out, "results.md"), "w") as f:
-        f.write("\n".join(rows) + "\n")
-    print("\n".join(rows))
+    write_markdown(os.path.join(out, "results.md"), rows)
 
 
 @dataclass
@@ -977,9 +981,7 @@ def run_compare(cfg: Compare):
              "with exploration noise). Frames to reach: the first bin whose mean is at or above the level (nan: "
              "never). Machine: " + "; ".join(sorted(set(m for r in runs.values() for m in r.machine))) + ". Commits: "
              + ", ".join(sorted(set(c for r in runs.values() for c in r.commit))) + "."]
-    with open(os.path.join(out, "compare.md"), "w") as f:
-        f.write("\n".join(rows) + "\n")
-    print("\n".join(rows))
+    write_markdown(os.path.join(out, "compare.md"), rows)
 
 
 TOOLS = {"ladder": (Ladder, run_ladder), "episode": (Episode, run_episode), "tree": (Tree, run_tree),
