@@ -35,6 +35,7 @@ made it is read from the flags saved beside it.
 import dataclasses
 import glob
 import importlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -634,13 +635,21 @@ def write_markdown(path: str, rows: list[str]) -> None:
 
 
 def machine_line() -> str:
-    cpu = platform.processor()
+    """Cores, CPU, JAX version and backend. The CPU's family and model numbers and whether it has AVX-512 are
+    included because a virtual machine's model name ("AMD EPYC") hides the host's generation, and XLA compiles
+    for the host; the versions of the libraries that compute the update and the search, because the project
+    pins only their lower bounds. A seed fixes a run only where all of these are the same."""
+    info = {}
     with open("/proc/cpuinfo") as f:
         for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return f"{os.cpu_count()} cores, {cpu}, JAX {jax.__version__}, {jax.default_backend().upper()}"
+            name, _, value = line.partition(":")
+            info.setdefault(name.strip(), value.strip())
+    cpu = info.get("model name", platform.processor())
+    if "cpu family" in info:
+        avx512 = ", avx512" if "avx512f" in info.get("flags", "").split() else ""
+        cpu += f" (family {info['cpu family']} model {info.get('model', '?')}{avx512})"
+    libraries = ", ".join(f"{name} {importlib.metadata.version(name)}" for name in ("flax", "optax", "mctx"))
+    return f"{os.cpu_count()} cores, {cpu}, JAX {jax.__version__} ({libraries}), {jax.default_backend().upper()}"
 
 
 def git_commit(out: str) -> str:
