@@ -35,6 +35,7 @@ made it is read from the flags saved beside it.
 import dataclasses
 import glob
 import importlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -625,14 +626,30 @@ OPPONENTS = {"random": "uniform random", "mcts": "MCTSBot"}  # Breakthrough's ev
 TARGETS = {"random": 0.95, "mcts": 0.50}  # issue 12: the win rates Breakthrough's default configuration must reach
 
 
+def write_markdown(path: str, rows: list[str]) -> None:
+    """Write the lines of a markdown table (and its notes) to `path` and print them: the docs include the file."""
+    text = "\n".join(rows)
+    with open(path, "w") as f:
+        f.write(text + "\n")
+    print(text)
+
+
 def machine_line() -> str:
-    cpu = platform.processor()
+    """Cores, CPU, JAX version and backend. The CPU's family and model numbers and whether it has AVX-512 are
+    included because a virtual machine's model name ("AMD EPYC") hides the host's generation, and XLA compiles
+    for the host; the versions of the libraries that compute the update and the search, because the project
+    pins only their lower bounds. A seed fixes a run only where all of these are the same."""
+    info = {}
     with open("/proc/cpuinfo") as f:
         for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return f"{os.cpu_count()} cores, {cpu}, JAX {jax.__version__}, {jax.default_backend().upper()}"
+            name, _, value = line.partition(":")
+            info.setdefault(name.strip(), value.strip())
+    cpu = info.get("model name", platform.processor())
+    if "cpu family" in info:
+        avx512 = ", avx512" if "avx512f" in info.get("flags", "").split() else ""
+        cpu += f" (family {info['cpu family']} model {info.get('model', '?')}{avx512})"
+    libraries = ", ".join(f"{name} {importlib.metadata.version(name)}" for name in ("flax", "optax", "mctx"))
+    return f"{os.cpu_count()} cores, {cpu}, JAX {jax.__version__} ({libraries}), {jax.default_backend().upper()}"
 
 
 def git_commit(out: str) -> str:
@@ -815,9 +832,7 @@ def run_report(cfg: Report):
              "standard deviation over seeds (population, ddof=0). CPU steal: share of the machine's CPU "
              "time that the virtual machine's host gave to others during the run (from /proc/stat), the "
              "reason wall times vary."]
-    with open(os.path.join(out, "results.md"), "w") as f:
-        f.write("\n".join(rows) + "\n")
-    print("\n".join(rows))
+    write_markdown(os.path.join(out, "results.md"), rows)
     # the curves as a markdown table of images, for the docs page (paths relative to docs/)
     games = sorted(runs.env_id.unique())
     where = os.path.relpath(out, "docs")
@@ -859,9 +874,7 @@ def report_win_rates(out: str):
     rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}. "
              f"MCTSBot: {', '.join(map(str, runs.eval_mcts_simulations.unique()))} simulations, UCT c 2, one random "
              "rollout per leaf, solver on. Win rates are over the games of the last evaluation, half with each colour."]
-    with open(os.path.join(out, "results.md"), "w") as f:
-        f.write("\n".join(rows) + "\n")
-    print("\n".join(rows))
+    write_markdown(os.path.join(out, "results.md"), rows)
 
 
 @dataclass
@@ -977,9 +990,7 @@ def run_compare(cfg: Compare):
              "with exploration noise). Frames to reach: the first bin whose mean is at or above the level (nan: "
              "never). Machine: " + "; ".join(sorted(set(m for r in runs.values() for m in r.machine))) + ". Commits: "
              + ", ".join(sorted(set(c for r in runs.values() for c in r.commit))) + "."]
-    with open(os.path.join(out, "compare.md"), "w") as f:
-        f.write("\n".join(rows) + "\n")
-    print("\n".join(rows))
+    write_markdown(os.path.join(out, "compare.md"), rows)
 
 
 TOOLS = {"ladder": (Ladder, run_ladder), "episode": (Episode, run_episode), "tree": (Tree, run_tree),

@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 sys.path.insert(0, ROOT)
 from muzero_atari_multigpu import Args  # noqa: E402
-from muzero_tools import machine_line  # noqa: E402
+from muzero_tools import machine_line, write_markdown  # noqa: E402
 
 DEFAULTS = Args()  # each setting runs the script's defaults plus its flags
 PER_THREAD = DEFAULTS.num_envs * DEFAULTS.num_steps  # one actor thread's steps per iteration
@@ -117,9 +117,7 @@ def main():
                     f"{' / '.join(f'{x:.0f}' for x in r['acting_decisions_per_s'])} | {r['learner_samples_per_s']:.0f} | "
                     f"{' / '.join(f'{x:.2f}' for x in r['actor_params_wait_share'])} | "
                     f"{r['learner_rollout_wait_share']:.2f} |")
-    with open(os.path.join(args.out, "speed.md"), "w") as f:
-        f.write("\n".join(rows) + f"\n\nMachine: {machine}.\n")
-    print("\n".join(rows))
+    write_markdown(os.path.join(args.out, "speed.md"), rows + ["", f"Machine: {machine}."])
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import pandas as pd
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository: muzero_tools
-from muzero_tools import REPO, git_commit, machine_line  # noqa: E402
+from muzero_tools import REPO, git_commit, machine_line, write_markdown  # noqa: E402
 
 # muzero_minatar.py's defaults before the screen below changed them (batch 256, uniform replay). The screen's
 # levers were measured on top of them, so those runs pass them first and the lever's flags after (the last
@@ -159,9 +159,7 @@ def report(out: str):
              "`losses/reward_error_rewarding`; min policy entropy: the lowest `charts/policy_entropy` of the run "
              "(uniform over Asterix's 5 actions: 1.61); – where the runs predate these columns. Per-run rows: "
              "`ablation.csv`."]
-    with open(os.path.join(out, "ablation.md"), "w") as f:
-        f.write("\n".join(rows) + "\n")
-    print("\n".join(rows))
+    write_markdown(os.path.join(out, "ablation.md"), rows)
 
 
 if __name__ == "__main__":

@@ -226,6 +226,8 @@ def measure(name: str, iterations: int, warmup: int, source: str | None = None, 
 
 
 def write_report(results: list, out: str, meta: dict):
+    from muzero_tools import write_markdown
+
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "speed.json"), "w") as f:
         json.dump({**meta, "results": results}, f, indent=1)
@@ -242,14 +244,12 @@ def write_report(results: list, out: str, meta: dict):
     rows += ["", "Acting and learner columns time each jitted function alone; the end-to-end columns come from "
              f"a short run of the script (both threads sharing the CPU). Machine: {meta['machine']}. "
              f"Commit: {meta['commit']}. Command: `{meta['command']}`."]
-    with open(os.path.join(out, "speed.md"), "w") as f:
-        f.write("\n".join(rows) + "\n")
-    print("\n".join(rows))
+    write_markdown(os.path.join(out, "speed.md"), rows)
 
 
 def compare(rev: str, repeats: int, out: str, meta: dict):
     """Learner and acting speed of muzero_minatar.py at `rev` and in the working tree, alternating."""
-    from muzero_tools import REPO
+    from muzero_tools import REPO, write_markdown
 
     with tempfile.TemporaryDirectory() as old_dir:
         code = subprocess.run(["git", "show", f"{rev}:muzero_minatar.py"], cwd=REPO, capture_output=True,
@@ -289,9 +289,7 @@ def compare(rev: str, repeats: int, out: str, meta: dict):
             f"| ratio | **{ratio['learner_samples_per_s']:.2f}x** | {ratio['acting_decisions_per_s']:.2f}x |", "",
             f"Median of {repeats} alternating processes each. Machine: {meta['machine']}. "
             f"Command: `{meta['command']}`."]
-    with open(os.path.join(out, "speed_compare.md"), "w") as f:
-        f.write("\n".join(rows) + "\n")
-    print("\n".join(rows))
+    write_markdown(os.path.join(out, "speed_compare.md"), rows)
 
 
 def checkpoint_cost(iterations: int, out: str, meta: dict):

@@ -331,3 +331,21 @@ def test_training_curves_average_seeds_bin_by_bin():
     assert curve["max"].tolist() == [3.0, 6.0, 8.0] and curve.minutes.tolist() == [1.5, 3.0, 4.5]
     # seed 2 alone passes 5 in its second bin; the mean over seeds only in the third
     assert tools.frames_to_reach(train, 5.0) == 50_550 and np.isnan(tools.frames_to_reach(train, 7.5))
+
+
+def test_machine_line_names_the_cpu_generation_and_the_library_versions():
+    import importlib.metadata
+    import os
+
+    import jax
+
+    with open("/proc/cpuinfo") as f:
+        first_cpu = f.read().split("\n\n")[0]
+    info = {k.strip(): v.strip() for k, _, v in (row.partition(":") for row in first_cpu.splitlines())}
+    line = tools.machine_line()
+    assert line.startswith(f"{os.cpu_count()} cores, {info['model name']} (family {info['cpu family']} "
+                           f"model {info['model']}")
+    assert ("avx512" in line) == ("avx512f" in info["flags"].split())
+    assert f"JAX {jax.__version__} (" in line
+    for name in ("flax", "optax", "mctx"):
+        assert f"{name} {importlib.metadata.version(name)}" in line
