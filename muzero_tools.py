@@ -626,6 +626,11 @@ OPPONENTS = {"random": "uniform random", "mcts": "MCTSBot"}  # Breakthrough's ev
 TARGETS = {"random": 0.95, "mcts": 0.50}  # issue 12: the win rates Breakthrough's default configuration must reach
 
 
+def seeds_label(n: int) -> str:
+    """'1 seed', '2 seeds': the legends of the curves."""
+    return f"{n} seed{'s' * (n > 1)}"
+
+
 def write_markdown(path: str, rows: list[str]) -> None:
     """Write the lines of a markdown table (and its notes) to `path` and print them: the docs include the file."""
     text = "\n".join(rows)
@@ -807,7 +812,7 @@ def run_report(cfg: Report):
             stats = curve.groupby("step")[column].agg(["mean", "min", "max"]) if column == "eval_return" else seed_curve(curve)
             label = "evaluation (test planner)" if column == "eval_return" else "training episodes"
             n = curve.seed.nunique()
-            line, = ax.plot(stats.index, stats["mean"], style, label=f"{label}, {n} seed{'s' * (n > 1)}")
+            line, = ax.plot(stats.index, stats["mean"], style, label=f"{label}, {seeds_label(n)}")
             ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2, color=line.get_color())
         ax.set(title=f"{game_title(env_id)}: {group.exp_name.iloc[0]}.py", ylabel="episodic return",
                xlabel="agent steps (--frame-skip frames each)" if "-v" in env_id else "environment frames")
@@ -973,7 +978,7 @@ def run_compare(cfg: Compare):
         for label in labels:
             group, train = runs[label][runs[label].env_id == env_id], trains[label]
             curve = seed_curve(train)
-            line, = axes[0].plot(curve.index, curve["mean"], label=f"{label} ({train.seed.nunique()} seed{'s' * (train.seed.nunique() > 1)})")
+            line, = axes[0].plot(curve.index, curve["mean"], label=f"{label} ({seeds_label(train.seed.nunique())})")
             # wall-clock minutes since the run's first event, mean over seeds
             axes[1].plot(curve.minutes, curve["mean"], color=line.get_color(), label=label)
             reach = " / ".join(f"{f / 1000:.0f}k" if f == f else "never" for f in (frames_to_reach(train, v) for v in levels))
