@@ -40,26 +40,38 @@ def run(args, cwd, timeout=600, script=SCRIPT):
 def run_together(jobs, timeout=600):
     """[(args, cwd, script, env)] started at once (XLA compiles on one core: two small runs take little more wall
     time than one; processes of one jax.distributed run must run together); each must exit 0, and every failing
-    one's stderr is shown. Their stderr goes to files, not pipes: a pipe nobody reads yet fills up and stalls its
-    process, and one stalled process of a jax.distributed run stalls the others. A process still running after
-    `timeout` gets SIGABRT, on which faulthandler prints every thread's stack (JAX catches SIGTERM)."""
-    errs = [tempfile.TemporaryFile("w+") for _ in jobs]
+    one's output is shown: its last progress lines, its first Python traceback (the cause, which a later abort's
+    thread dump would push out of the tail) and its stderr's end. Output goes to files, not pipes: a pipe nobody
+    reads yet fills up and stalls its process, and one stalled process of a jax.distributed run stalls the
+    others. A process still running after `timeout` gets SIGABRT, on which faulthandler prints every thread's
+    stack (JAX catches SIGTERM)."""
+    outs = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in jobs]
     procs = [subprocess.Popen(["timeout", "-s", "ABRT", "-k", "30", str(timeout), sys.executable, "-X", "faulthandler",
-                               script, *args], cwd=cwd, env=env or ENV, stdout=subprocess.DEVNULL, stderr=err)
-             for (args, cwd, script, env), err in zip(jobs, errs)]
+                               script, *args], cwd=cwd, env=env or ENV, stdout=out, stderr=err)
+             for (args, cwd, script, env), (out, err) in zip(jobs, outs)]
+    start, ended = time.time(), {}
     try:
-        for p in procs:
-            p.wait(timeout=timeout + 60)
+        while len(ended) < len(procs) and time.time() - start < timeout + 60:
+            for i, p in enumerate(procs):
+                if i not in ended and p.poll() is not None:
+                    ended[i] = time.time() - start  # when each ended: which process of a failed run went first
+            time.sleep(0.2)
     finally:  # none is left running
         for p in procs:
             if p.poll() is None:
                 p.kill()
     failed = []
-    for (args, _, script, _), p, err in zip(jobs, procs, errs):
-        err.seek(0)
+    for i, ((args, _, script, _), p, (out, err)) in enumerate(zip(jobs, procs, outs)):
+        out.seek(0), err.seek(0)
         if p.returncode:
-            failed.append(f"--- {os.path.basename(script)} {' '.join(args)} (exit {p.returncode}):\n{err.read()[-2500:]}")
-        err.close()
+            stdout, stderr = out.read(), err.read()
+            first = stderr.find("Traceback (most recent call last)")
+            when = f"after {ended[i]:.0f} s" if i in ended else "killed"
+            failed.append(f"--- {os.path.basename(script)} {' '.join(args)} (exit {p.returncode} {when}):\n"
+                          f"[stdout, end]\n{stdout[-1000:]}\n"
+                          + (f"[stderr, first traceback]\n{stderr[first:first + 3000]}\n" if first >= 0 else "")
+                          + f"[stderr, end]\n{stderr[-2500:]}")
+        out.close(), err.close()
     assert not failed, "\n".join(failed)
 
 
