@@ -60,6 +60,7 @@ def run_together(jobs, timeout=600):
         for p in procs:
             if p.poll() is None:
                 p.kill()
+                p.wait()  # its returncode (-9) then counts it as failed
     failed = []
     for i, ((args, _, script, _), p, (out, err)) in enumerate(zip(jobs, procs, outs)):
         out.seek(0), err.seek(0)
