@@ -11,7 +11,8 @@ write takes (the replay is allocated whole at the start, so the size does not gr
 
 `--compare REV` measures only the jitted update and the acting step of the default setting, for the
 script as it is at REV (`git show REV:muzero_minatar.py`) and for the working tree, alternating
-processes --repeats times so both see the same machine; it writes {out}/speed_compare.json and .md
+processes --repeats times so both see the same machine (each side at its own default batch size, or
+both at --compare-batch-size); it writes {out}/speed_compare.json and .md
 with the median of each and their ratio (this machine is shared: compare speeds as a ratio measured
 in one run, not against an old table).
 
@@ -114,7 +115,8 @@ def cpu_ticks() -> tuple[int, int]:
     return fields[7], sum(fields)
 
 
-def measure(name: str, iterations: int, warmup: int, source: str | None = None, parts_only: bool = False) -> dict:
+def measure(name: str, iterations: int, warmup: int, source: str | None = None, parts_only: bool = False,
+            batch_size: int | None = None) -> dict:
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -125,8 +127,11 @@ def measure(name: str, iterations: int, warmup: int, source: str | None = None, 
     import muzero_minatar as m
 
     _, overrides = SETTINGS[name]
+    if batch_size is not None:
+        overrides = {**overrides, "batch_size": batch_size}
     args = m.Args(**overrides)
-    result = {"setting": name, "overrides": {k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()}}
+    result = {"setting": name, "batch_size": args.batch_size,
+              "overrides": {k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()}}
     peak = matmul_peak()
     result["matmul_peak_gflops"] = peak / 1e9
     result["conv3x3_gflops"] = conv_speed(args.batch_size, args.channels) / 1e9
@@ -247,8 +252,9 @@ def write_report(results: list, out: str, meta: dict):
     write_markdown(os.path.join(out, "speed.md"), rows)
 
 
-def compare(rev: str, repeats: int, out: str, meta: dict):
-    """Learner and acting speed of muzero_minatar.py at `rev` and in the working tree, alternating."""
+def compare(rev: str, repeats: int, out: str, meta: dict, batch_size: int | None = None):
+    """Learner and acting speed of muzero_minatar.py at `rev` and in the working tree, alternating; each at
+    its own default batch size, or both at `batch_size`."""
     from muzero_tools import REPO, write_markdown
 
     with tempfile.TemporaryDirectory() as old_dir:
@@ -261,8 +267,10 @@ def compare(rev: str, repeats: int, out: str, meta: dict):
         for r in range(repeats):
             for name, source in sources.items():
                 env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
-                done = subprocess.run([sys.executable, __file__, "--one", "default", "--source", source, "--parts-only"],
-                                      env=env, capture_output=True, text=True)
+                one = [sys.executable, __file__, "--one", "default", "--source", source, "--parts-only"]
+                if batch_size is not None:
+                    one += ["--batch-size", str(batch_size)]
+                done = subprocess.run(one, env=env, capture_output=True, text=True)
                 if done.returncode != 0:
                     sys.exit(f"{name} failed:\n{done.stderr[-3000:]}")
                 (line,) = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
@@ -275,18 +283,20 @@ def compare(rev: str, repeats: int, out: str, meta: dict):
     def median(name, part, key):
         return float(np.median([x[part][key] for x in samples[name]]))
 
-    summary = {name: {"learner_samples_per_s": median(name, "learner", "samples_per_s"),
+    speeds = ("learner_samples_per_s", "acting_decisions_per_s")
+    summary = {name: {"batch_size": samples[name][0]["batch_size"],
+                      "learner_samples_per_s": median(name, "learner", "samples_per_s"),
                       "acting_decisions_per_s": median(name, "acting", "decisions_per_s")} for name in sources}
     new, old = summary["working tree"], summary[rev]
-    ratio = {k: new[k] / old[k] for k in new}
+    ratio = {k: new[k] / old[k] for k in speeds}
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "speed_compare.json"), "w") as f:
-        json.dump({**meta, "baseline": rev, "repeats": repeats, "median": summary, "ratio": ratio, "rounds": samples}, f,
-                  indent=1)
-    rows = ["| code | learner samples/s (default, median) | acting decisions/s (default, median) |", "|---|---|---|",
-            f"| {rev} | {old['learner_samples_per_s']:.0f} | {old['acting_decisions_per_s']:.0f} |",
-            f"| {meta['commit']} | {new['learner_samples_per_s']:.0f} | {new['acting_decisions_per_s']:.0f} |",
-            f"| ratio | **{ratio['learner_samples_per_s']:.2f}x** | {ratio['acting_decisions_per_s']:.2f}x |", "",
+        json.dump({**meta, "baseline": rev, "repeats": repeats, "median": summary, "ratio": ratio,
+                   "rounds": samples}, f, indent=1)
+    rows = ["| code | batch size | learner samples/s (median) | acting decisions/s (median) |", "|---|---|---|---|"]
+    rows += [f"| {label} | {s['batch_size']} | {s['learner_samples_per_s']:.0f} | {s['acting_decisions_per_s']:.0f} |"
+             for label, s in ((rev, old), (meta["commit"], new))]
+    rows += [f"| ratio | | **{ratio['learner_samples_per_s']:.2f}x** | {ratio['acting_decisions_per_s']:.2f}x |", "",
             f"Median of {repeats} alternating processes each. Machine: {meta['machine']}. "
             f"Command: `{meta['command']}`."]
     write_markdown(os.path.join(out, "speed_compare.md"), rows)
@@ -330,25 +340,30 @@ def main():
     parser.add_argument("--compare", metavar="REV", help="only the learner and acting speed of REV against the "
                         "working tree, alternating processes")
     parser.add_argument("--repeats", type=int, default=3, help="--compare: processes per side")
+    parser.add_argument("--compare-batch-size", type=int, help="--compare: both sides at this batch size "
+                        "(default: each side's own default)")
     parser.add_argument("--checkpoint-cost", action="store_true", help="only the size and write time of a "
                         "checkpoint at the default configuration (--iterations checkpoints)")
     parser.add_argument("--out", default="docs/benchmark/muzero_minatar")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one setting, print JSON
     parser.add_argument("--source", help=argparse.SUPPRESS)  # internal: directory of the muzero_minatar.py to time
     parser.add_argument("--parts-only", action="store_true", help=argparse.SUPPRESS)  # internal: no end-to-end run
+    parser.add_argument("--batch-size", type=int, help=argparse.SUPPRESS)  # internal: override of --one's batch
     a = parser.parse_args()
     if a.one:
-        print("RESULT " + json.dumps(measure(a.one, a.iterations, a.warmup, a.source, a.parts_only)), flush=True)
+        result = measure(a.one, a.iterations, a.warmup, a.source, a.parts_only, a.batch_size)
+        print("RESULT " + json.dumps(result), flush=True)
         return
     from muzero_tools import git_commit, machine_line
 
     # the commit is taken before measuring: the code the measurements run
     command = "python benchmark/muzero_minatar_speed.py" + (
-        f" --compare {a.compare} --repeats {a.repeats}" if a.compare else
+        f" --compare {a.compare} --repeats {a.repeats}"
+        + (f" --compare-batch-size {a.compare_batch_size}" if a.compare_batch_size else "") if a.compare else
         f" --checkpoint-cost --iterations {a.iterations}" if a.checkpoint_cost else "")
     meta = {"machine": machine_line(), "commit": git_commit(a.out), "command": command}
     if a.compare:
-        compare(a.compare, a.repeats, a.out, meta)
+        compare(a.compare, a.repeats, a.out, meta, a.compare_batch_size)
         return
     if a.checkpoint_cost:
         checkpoint_cost(a.iterations, a.out, meta)
