@@ -269,7 +269,7 @@ def compare(rev: str, repeats: int, out: str, meta: dict, batch_size: int | None
                 env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
                 one = [sys.executable, __file__, "--one", "default", "--source", source, "--parts-only"]
                 if batch_size is not None:
-                    one += ["--batch-size", str(batch_size)]
+                    one += ["--compare-batch-size", str(batch_size)]
                 done = subprocess.run(one, env=env, capture_output=True, text=True)
                 if done.returncode != 0:
                     sys.exit(f"{name} failed:\n{done.stderr[-3000:]}")
@@ -341,17 +341,16 @@ def main():
                         "working tree, alternating processes")
     parser.add_argument("--repeats", type=int, default=3, help="--compare: processes per side")
     parser.add_argument("--compare-batch-size", type=int, help="--compare: both sides at this batch size "
-                        "(default: each side's own default)")
+                        "(default: each side's own default)")  # also read by --one
     parser.add_argument("--checkpoint-cost", action="store_true", help="only the size and write time of a "
                         "checkpoint at the default configuration (--iterations checkpoints)")
     parser.add_argument("--out", default="docs/benchmark/muzero_minatar")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one setting, print JSON
     parser.add_argument("--source", help=argparse.SUPPRESS)  # internal: directory of the muzero_minatar.py to time
     parser.add_argument("--parts-only", action="store_true", help=argparse.SUPPRESS)  # internal: no end-to-end run
-    parser.add_argument("--batch-size", type=int, help=argparse.SUPPRESS)  # internal: override of --one's batch
     a = parser.parse_args()
     if a.one:
-        result = measure(a.one, a.iterations, a.warmup, a.source, a.parts_only, a.batch_size)
+        result = measure(a.one, a.iterations, a.warmup, a.source, a.parts_only, a.compare_batch_size)
         print("RESULT " + json.dumps(result), flush=True)
         return
     from muzero_tools import git_commit, machine_line
