@@ -55,6 +55,8 @@ LEVERS = {  # name: (the lever it is compared with, the defaults it starts from,
     "replay_ratio_4": ("batch_64_strong_reward_focus", [], ["--replay-ratio", "4"]),
     # 1.5x the updates per frame: what the 35-minute cap leaves room for at 300k frames (runs took 17-25 min)
     "replay_ratio_3": ("batch_64_strong_reward_focus", [], ["--replay-ratio", "3"]),
+    # ratio 3 stalled Asterix: the same updates with 2/3 of the step size (learning rate x updates as at ratio 2)
+    "replay_ratio_3_lr_2e-3": ("batch_64_strong_reward_focus", [], ["--replay-ratio", "3", "--learning-rate", "2e-3"]),
     # the reward loss averaged over K = 5 like value and policy
     "reward_loss_mean": ("batch_64_strong_reward_focus", [], ["--reward-coef", "0.2"]),
     # residual blocks without LayerNorm: the largest elementwise cost of the update on a CPU (speed section)
