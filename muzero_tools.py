@@ -576,9 +576,9 @@ class Budget:
 def run_budget(cfg: Budget):
     if cfg.episodes <= 0 or min(cfg.simulations) <= 0:
         fail(f"--episodes and every --simulations must be positive (got {cfg.episodes}, {cfg.simulations})")
+    agents = [load_agent(m) for m in cfg.models]  # every model checked before the first evaluation
     rows = []
-    for path in cfg.models:
-        script, args, net, params = load_agent(path)
+    for path, (script, args, net, params) in zip(cfg.models, agents):
         for n in cfg.simulations:
             result = evaluate(script, args, net, params, cfg.episodes, cfg.seed, cfg.opponent, n)[0]
             rows.append({"model": path, "step": model_step(path), "simulations": n, "mean": result.mean(),

@@ -291,6 +291,21 @@ def test_budget_searches_with_each_budget_and_reports_that_evaluation(tmp_path):
     assert pd.read_csv(tmp_path / "budget" / "budget.csv").shape == (2, 6)
 
 
+def test_budget_checks_every_model_before_the_first_evaluation(tmp_path, monkeypatch):
+    """A missing model anywhere in --models stops budget before any evaluation (a 200-game match was once
+    thrown away by a second model without its .json), with exit code 2 and nothing written."""
+    import muzero_minatar as m
+
+    args, net, params = small_agent(m, env_id="Breakout")
+    m.save_model(str(tmp_path / "step_7.muzero_model"), args, params)
+    evaluations = []
+    monkeypatch.setattr(tools, "evaluate", lambda *a, **k: evaluations.append(a))
+    with pytest.raises(SystemExit) as stopped:
+        tools.run_budget(tools.Budget(models=(str(tmp_path / "step_7.muzero_model"), str(tmp_path / "gone.muzero_model")),
+                                      simulations=(1,), episodes=2, out=str(tmp_path / "budget")))
+    assert stopped.value.code == 2 and evaluations == [] and not (tmp_path / "budget").exists()
+
+
 @pytest.mark.parametrize("tool, flags, named", [
     ("tree", ["--model", "missing.muzero_model"], "--model"),
     ("budget", ["--models", "m", "--simulations", "0", "4"], "--simulations"),
