@@ -163,6 +163,10 @@ class Args:
     same samples/s on a 2-core CPU"""
     replay_ratio: float = 2.0
     """samples trained per environment step (thesis: 4)"""
+    final_replay_ratio: float | None = None
+    """if given, the replay ratio moves in a straight line from --replay-ratio at the start to this value at
+    --total-timesteps: fewer updates while replay is small (repeated passes over few early games can fit
+    them too closely), more once it holds many"""
     learning_rate: float = 3e-3
     """Adam step size (thesis: 1e-2 at batch 1024)"""
     max_grad_norm: float = 5.0
@@ -216,6 +220,15 @@ def fail(message: str):
 
 
 MAX_REPLAY_RATIO = 256  # samples per environment step: EfficientZero's (batch 256, an update per step)
+
+
+def replay_ratio_at(args: Args, global_step: int) -> float:
+    """Samples trained per environment step once `global_step` steps are played: --replay-ratio, or with
+    --final-replay-ratio the straight line from the one (step 0) to the other (--total-timesteps)."""
+    if args.final_replay_ratio is None:
+        return args.replay_ratio
+    progress = min(global_step / args.total_timesteps, 1.0)
+    return args.replay_ratio + progress * (args.final_replay_ratio - args.replay_ratio)
 
 
 def validate_args(args: Args):
@@ -273,13 +286,17 @@ def validate_args(args: Args):
     if args.batch_size % len(args.learner_device_ids):
         fail(f"--batch-size ({args.batch_size}) must split evenly over the "
              f"{len(args.learner_device_ids)} --learner-device-ids")
-    if args.replay_ratio > MAX_REPLAY_RATIO:
-        fail(f"--replay-ratio {args.replay_ratio:g} asks for {args.replay_ratio * steps_per_iteration / args.batch_size:,.0f} "
-             f"updates of --batch-size {args.batch_size} per actor iteration of {steps_per_iteration} steps; the bound is "
-             f"{MAX_REPLAY_RATIO} samples per environment step (EfficientZero's ratio; the thesis used 4)")
-    if args.replay_ratio * args.total_timesteps < args.batch_size:
-        fail(f"--replay-ratio {args.replay_ratio} gives fewer samples over the run than one batch "
-             f"of --batch-size {args.batch_size}: no update would ever run")
+    if args.final_replay_ratio is not None and not args.final_replay_ratio > 0:
+        fail(f"--final-replay-ratio must be positive (got {args.final_replay_ratio})")
+    for flag, ratio in [("--replay-ratio", args.replay_ratio), ("--final-replay-ratio", args.final_replay_ratio)]:
+        if ratio is not None and ratio > MAX_REPLAY_RATIO:
+            fail(f"{flag} {ratio:g} asks for {ratio * steps_per_iteration / args.batch_size:,.0f} "
+                 f"updates of --batch-size {args.batch_size} per actor iteration of {steps_per_iteration} steps; the bound is "
+                 f"{MAX_REPLAY_RATIO} samples per environment step (EfficientZero's ratio; the thesis used 4)")
+    mean_ratio = (args.replay_ratio + replay_ratio_at(args, args.total_timesteps)) / 2
+    if mean_ratio * args.total_timesteps < args.batch_size:
+        fail(f"a replay ratio of {mean_ratio:g} on average (--replay-ratio, --final-replay-ratio) gives fewer samples "
+             f"over the run than one batch of --batch-size {args.batch_size}: no update would ever run")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1312,8 +1329,9 @@ def main(args: Args):
         lambda: not learner_done.is_set(),
         progress["iteration"] + 1, num_iterations, actor_key, snapshot))
     actor.start()
+    updates = [f"{replay_ratio_at(args, s) * steps_per_iteration / args.batch_size:g}" for s in (0, args.total_timesteps)]
     print(f"compiling the acting and update functions (about a minute on a 2-core CPU); then "
-          f"{args.replay_ratio * steps_per_iteration / args.batch_size:g} updates per actor iteration of "
+          f"{' -> '.join(dict.fromkeys(updates))} updates per actor iteration of "
           f"{steps_per_iteration} steps, {num_iterations} iterations, a progress line every {args.log_interval:g} s",
           flush=True)
 
@@ -1351,7 +1369,7 @@ def main(args: Args):
             p["train_returns"] = (p["train_returns"] + rollout.episode_returns)[-20:]
 
             if replay.num_trainable >= args.learning_starts:
-                p["sample_credit"] += args.replay_ratio * new_steps
+                p["sample_credit"] += replay_ratio_at(args, global_step) * new_steps
                 while p["sample_credit"] >= args.batch_size:
                     p["sample_credit"] -= args.batch_size
                     batch, weights = replay.sample(args.batch_size)

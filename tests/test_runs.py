@@ -117,6 +117,8 @@ def test_help_documents_every_flag(monkeypatch, capsys, module):
     (["--seed", "4294967296"], "--seed"),  # JAX's 32-bit keys would silently wrap it to 0
     (["--exp-name", "a/b"], "--exp-name"),  # used to train the whole run, then fail to save the model
     (["--replay-ratio", "1000"], "--replay-ratio"),  # 4,000 updates per iteration, silent for minutes
+    (["--final-replay-ratio", "0"], "--final-replay-ratio"),
+    (["--final-replay-ratio", "1000"], "--final-replay-ratio"),
     (["--resume", "runs/nothing"], "--resume"),
 ])
 def test_bad_flags_exit_with_a_message(tmp_path, monkeypatch, capsys, flags, named):
@@ -229,6 +231,15 @@ def test_reanalyze_ratio_must_leave_frames_to_play(tmp_path):
     out = run(["--reanalyze-ratio", "1"], tmp_path, timeout=120, script=REANALYZE_SCRIPT)
     assert out.returncode == 2 and "--reanalyze-ratio" in out.stderr and "Traceback" not in out.stderr
     assert not os.path.exists(tmp_path / "runs")
+
+
+def test_final_replay_ratio_moves_the_updates_per_iteration_along_a_line(tmp_path):
+    # --replay-ratio 1 to 4 over 1,536 steps: 1 + step / 512 samples per step, so the iterations ending at steps
+    # 512, 768, ..., 1,536 (updates start at 512) earn 2, 2.5, 3, 3.5 and 4 x 256 samples: 16, 20, 24, 28, 32
+    # updates of batch 32 (a constant ratio 1 makes 8 each)
+    run_together([([*SMALL_RUN, "--replay-ratio", "1", "--final-replay-ratio", "4"], tmp_path, SCRIPT, None)])
+    updates = scalars(glob.glob(str(tmp_path / "runs" / "*"))[0], ("charts/num_updates",))["charts/num_updates"]
+    assert updates == [(256, 0.0), (512, 16.0), (768, 36.0), (1024, 60.0), (1280, 88.0), (1536, 120.0)]
 
 
 def test_same_seed_same_logs(two_runs):
