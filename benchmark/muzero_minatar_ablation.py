@@ -55,10 +55,11 @@ LEVERS = {  # name: (the lever it is compared with, the defaults it starts from,
     "replay_ratio_4": ("batch_64_strong_reward_focus", [], ["--replay-ratio", "4"]),
     # 1.5x the updates per frame: what the 35-minute cap leaves room for at 300k frames (runs took 17-25 min)
     "replay_ratio_3": ("batch_64_strong_reward_focus", [], ["--replay-ratio", "3"]),
-    # ratio 3 stalled Asterix: the same updates with 2/3 of the step size (learning rate x updates as at ratio 2)
+    # ratio 3 seemed to stall Asterix: its updates with 2/3 of the step size (learning rate x updates as at ratio 2)
     "replay_ratio_3_lr_2e-3": ("batch_64_strong_reward_focus", [], ["--replay-ratio", "3", "--learning-rate", "2e-3"]),
-    # the ratio rising in a straight line over the run (--final-replay-ratio): Breakout gained from ratio 3, Asterix
-    # stalled; fewer updates while replay is small, more later. 2 -> 4 makes ratio 3's updates, 2 -> 3 fewer
+    # the ratio rising in a straight line over the run (--final-replay-ratio): fewer updates while replay is small,
+    # more later. Built when ratio 3 seemed to stall Asterix (a reading across machines, see the docs); 2 -> 4 makes
+    # ratio 3's updates, 2 -> 3 fewer
     "replay_ratio_2_to_3": ("batch_64_strong_reward_focus", [], ["--final-replay-ratio", "3"]),
     "replay_ratio_2_to_4": ("batch_64_strong_reward_focus", [], ["--final-replay-ratio", "4"]),
     # the reward loss averaged over K = 5 like value and policy
