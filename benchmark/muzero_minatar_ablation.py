@@ -133,36 +133,50 @@ def store(new: pd.DataFrame, path: str):
 
 
 def diagnostic(base: pd.DataFrame, lever: pd.DataFrame, column: str) -> str:
-    """'baseline → lever' means over seeds, or '–' where a side's runs predate the column."""
-    if column not in base or base[column].isna().any() or lever[column].isna().any():
+    """'reference → lever' means over seeds, '– → lever' without reference runs, '–' where runs predate the column."""
+    if column not in lever or lever[column].isna().any():
+        return "–"
+    if base.empty:
+        return f"– → {lever[column].mean():.2f}"
+    if base[column].isna().any():
         return "–"
     return f"{base[column].mean():.2f} → {lever[column].mean():.2f}"
 
 
+def machine_label(machine: str) -> str:
+    """The CPU part of a machine line: 'family 25 model 17, avx512', or 'not recorded' for the early runs."""
+    cpu = machine.split(", JAX")[0]
+    return cpu[cpu.index("(") + 1:cpu.rindex(")")] if "(" in cpu else "not recorded"
+
+
 def report(out: str):
+    """A lever is compared with its reference's runs of the same game, budget, seeds and machine line: on one
+    line a seed fixes a run, across lines it does not (docs, "Reproducibility"). A lever whose reference has no
+    run on its line gets a row of its own with the reference shown as –."""
     runs = pd.read_csv(os.path.join(out, "ablation.csv"))
-    rows = ["| lever | compared with | flags it adds | game | seeds | frames | eval: reference → lever "
+    runs["cpu"] = runs.machine.map(machine_label)
+    rows = ["| lever | compared with | flags it adds | game | machine | seeds | frames | eval: reference → lever "
             "| train: reference → lever | reward error on rewarding steps | min policy entropy "
             "| wall time (min, jobs in parallel) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (lever, env_id, frames), group in runs.groupby(["lever", "env_id", "frames"]):
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (lever, env_id, frames, cpu), group in runs.groupby(["lever", "env_id", "frames", "cpu"]):
         reference = LEVERS[lever][0]
         if reference is None:
             continue
-        base = runs[runs.lever == reference]
-        b = base[(base.env_id == env_id) & (base.frames == frames) & base.seed.isin(group.seed)]
-        seeds = sorted(set(group.seed) & set(b.seed))
-        b, g = b[b.seed.isin(seeds)], group[group.seed.isin(seeds)]
-        if not seeds:
-            continue
+        base = runs[(runs.lever == reference) & (runs.env_id == env_id) & (runs.frames == frames) & (runs.cpu == cpu)]
+        seeds = sorted(set(group.seed) & set(base.seed)) or sorted(set(group.seed))
+        b, g = base[base.seed.isin(seeds)], group[group.seed.isin(seeds)]
+        wall = f"{b.wall_time_min.mean():.1f}" if len(b) else "–"
         rows.append(f"| {lever} | {reference} | `{g['flags'].iloc[0] if isinstance(g['flags'].iloc[0], str) else ''}` | {env_id} | "
-                    f"{', '.join(map(str, seeds))} | {frames:,} | {b.eval_return.mean():.2f} → {g.eval_return.mean():.2f} | "
-                    f"{b.train_return_last_30pct.mean():.2f} → {g.train_return_last_30pct.mean():.2f} | "
+                    f"{cpu} | {', '.join(map(str, seeds))} | {frames:,} | {diagnostic(b, g, 'eval_return')} | "
+                    f"{diagnostic(b, g, 'train_return_last_30pct')} | "
                     f"{diagnostic(b, g, 'losses/reward_error_rewarding')} | {diagnostic(b, g, 'policy_entropy_min')} | "
-                    f"{b.wall_time_min.mean():.1f} → {g.wall_time_min.mean():.1f} ({g.parallel_jobs.max()}) |")
+                    f"{wall} → {g.wall_time_min.mean():.1f} ({g.parallel_jobs.max()}) |")
     rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}. "
              f"`baseline` and the levers compared with it start from the defaults before the screen "
-             f"(`{' '.join(OLD_DEFAULTS)}`), the others from today's. Returns are means over the seeds listed; eval: the final evaluation "
+             f"(`{' '.join(OLD_DEFAULTS)}`), the others from today's. A lever is compared only with reference runs "
+             "of the same machine line (the machine column: the CPU family and model the run recorded); – where "
+             "the reference has no run on that line. Returns are means over the seeds listed; eval: the final evaluation "
              f"({', '.join(map(str, runs.eval_episodes.unique()))} episodes, evaluation planner); train: training "
              "episodes ending in the last 30% of the frames; reward error: the last logged "
              "`losses/reward_error_rewarding`; min policy entropy: the lowest `charts/policy_entropy` of the run "

@@ -364,3 +364,27 @@ def test_machine_line_names_the_cpu_generation_and_the_library_versions():
     assert f"JAX {jax.__version__} (" in line
     for name in ("flax", "optax", "mctx"):
         assert f"{name} {importlib.metadata.version(name)}" in line
+
+
+def test_ablation_report_pairs_a_lever_only_with_reference_runs_of_its_machine_line(tmp_path):
+    """A seed fixes a run on one machine line, not across lines: the report must not set a lever's runs against
+    reference runs of another CPU."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ablation", tools.REPO + "/benchmark/muzero_minatar_ablation.py")
+    ablation = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ablation)
+    old, new = "2 cores, AMD EPYC, JAX 0.10.2, CPU", "2 cores, AMD EPYC (family 25 model 17, avx512), JAX 0.10.2 (flax 0.12.8), CPU"
+    rows = [("batch_64_strong_reward_focus", 1, 16.0, old), ("batch_64_strong_reward_focus", 2, 18.0, old),
+            ("replay_ratio_3", 1, 4.0, old), ("replay_ratio_3", 1, 3.0, new), ("replay_ratio_3", 2, 1.0, new),
+            ("replay_ratio_3", 3, 2.0, new)]
+    pd.DataFrame([{"lever": lever, "env_id": "Asterix", "seed": seed, "frames": 299_008, "eval_return": ret,
+                   "eval_episodes": 32, "train_return_last_30pct": ret / 2, "wall_time_min": 30.0, "parallel_jobs": 2,
+                   "flags": "--replay-ratio 3", "commit": "abc1234", "machine": machine}
+                  for lever, seed, ret, machine in rows]).to_csv(tmp_path / "ablation.csv", index=False)
+    ablation.report(str(tmp_path))
+    lines = [line for line in (tmp_path / "ablation.md").read_text().splitlines() if line.startswith("| replay_ratio_3")]
+    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in lines]
+    assert [(c[4], c[5], c[7], c[8]) for c in cells] == [
+        ("family 25 model 17, avx512", "1, 2, 3", "– → 2.00", "– → 1.00"),  # no reference on this line
+        ("not recorded", "1", "16.00 → 4.00", "8.00 → 2.00")]  # the reference's seed 1 only
