@@ -62,6 +62,9 @@ LEVERS = {  # name: (the lever it is compared with, the defaults it starts from,
     # ratio 3's updates, 2 -> 3 fewer
     "replay_ratio_2_to_3": ("batch_64_strong_reward_focus", [], ["--final-replay-ratio", "3"]),
     "replay_ratio_2_to_4": ("batch_64_strong_reward_focus", [], ["--final-replay-ratio", "4"]),
+    # the acting search at the evaluation planner's 16 simulations instead of 8: PUCT's visits move further from
+    # the noised prior (the issue's "weak search at 8 simulations"); acting is ~1/6 of a run's machine time
+    "simulations_16": ("batch_64_strong_reward_focus", [], ["--num-simulations", "16"]),
     # the reward loss averaged over K = 5 like value and policy
     "reward_loss_mean": ("batch_64_strong_reward_focus", [], ["--reward-coef", "0.2"]),
     # residual blocks without LayerNorm: the largest elementwise cost of the update on a CPU (speed section)
