@@ -1327,6 +1327,8 @@ def main(args: Args):
     # checkpoint are dropped (purge_step), so the stream reads as one uninterrupted run
     steps_per_iteration = args.num_envs * args.num_steps * global_threads(args)
     resumed_at = checkpoint["iteration"] * steps_per_iteration if checkpoint else 0  # agent steps
+    # made here, not by SummaryWriter: its check-then-makedirs races with process 1 making run_dir/process_1
+    os.makedirs(run_dir, exist_ok=True)
     writer = SummaryWriter(run_dir, purge_step=resumed_at + 1 if checkpoint else None)
     if checkpoint is None:
         writer.add_text("hyperparameters", "|param|value|\n|-|-|\n%s" % "\n".join(
