@@ -157,28 +157,27 @@ def report(out: str):
     line a seed fixes a run, across lines it does not (docs, "Reproducibility"). A lever whose reference has no
     run on its line gets a row of its own with the reference shown as –."""
     runs = pd.read_csv(os.path.join(out, "ablation.csv"))
-    runs["cpu"] = runs.machine.map(machine_label)
     rows = ["| lever | compared with | flags it adds | game | machine | seeds | frames | eval: reference → lever "
             "| train: reference → lever | reward error on rewarding steps | min policy entropy "
             "| wall time (min, jobs in parallel) |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (lever, env_id, frames, cpu), group in runs.groupby(["lever", "env_id", "frames", "cpu"]):
+    for (lever, env_id, frames, machine), group in runs.groupby(["lever", "env_id", "frames", "machine"]):
         reference = LEVERS[lever][0]
         if reference is None:
             continue
-        base = runs[(runs.lever == reference) & (runs.env_id == env_id) & (runs.frames == frames) & (runs.cpu == cpu)]
+        base = runs[(runs.lever == reference) & (runs.env_id == env_id) & (runs.frames == frames) & (runs.machine == machine)]
         seeds = sorted(set(group.seed) & set(base.seed)) or sorted(set(group.seed))
         b, g = base[base.seed.isin(seeds)], group[group.seed.isin(seeds)]
         wall = f"{b.wall_time_min.mean():.1f}" if len(b) else "–"
         rows.append(f"| {lever} | {reference} | `{g['flags'].iloc[0] if isinstance(g['flags'].iloc[0], str) else ''}` | {env_id} | "
-                    f"{cpu} | {', '.join(map(str, seeds))} | {frames:,} | {diagnostic(b, g, 'eval_return')} | "
+                    f"{machine_label(machine)} | {', '.join(map(str, seeds))} | {frames:,} | {diagnostic(b, g, 'eval_return')} | "
                     f"{diagnostic(b, g, 'train_return_last_30pct')} | "
                     f"{diagnostic(b, g, 'losses/reward_error_rewarding')} | {diagnostic(b, g, 'policy_entropy_min')} | "
                     f"{wall} → {g.wall_time_min.mean():.1f} ({g.parallel_jobs.max()}) |")
     rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}. "
              f"`baseline` and the levers compared with it start from the defaults before the screen "
              f"(`{' '.join(OLD_DEFAULTS)}`), the others from today's. A lever is compared only with reference runs "
-             "of the same machine line (the machine column: the CPU family and model the run recorded); – where "
+             "of the same machine line (CPU, library versions; the machine column shows the CPU family and model); – where "
              "the reference has no run on that line. Returns are means over the seeds listed; eval: the final evaluation "
              f"({', '.join(map(str, runs.eval_episodes.unique()))} episodes, evaluation planner); train: training "
              "episodes ending in the last 30% of the frames; reward error: the last logged "
