@@ -105,8 +105,9 @@ class Args:
     # Planner (4.3.6, Table 5.1)
     planner: Literal["muzero", "gumbel"] = "muzero"
     """`muzero`: mctx.muzero_policy (PUCT with Dirichlet noise, as the thesis); `gumbel`: mctx.gumbel_muzero_policy"""
-    num_simulations: int = 8
-    """simulations per acting step in training (thesis: 25; 8 leaves the 2-core CPU to the learner, the bottleneck)"""
+    num_simulations: int = 16
+    """simulations per acting step in training (thesis: 25; 16 learned more per frame than 8 on three of four games,
+    docs/muzero_minatar.md; the learner stays the bottleneck of the 2-core CPU)"""
     eval_num_simulations: int = 16
     """simulations per acting step in evaluation (thesis: 40)"""
     pb_c_init: float = 2.25

@@ -26,11 +26,14 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository: muzero_tools
 from muzero_tools import REPO, git_commit, machine_line, write_markdown  # noqa: E402
 
-# muzero_minatar.py's defaults before the screen below changed them (batch 256, uniform replay). The screen's
-# levers were measured on top of them, so those runs pass them first and the lever's flags after (the last
-# value of a repeated flag wins): a rerun reproduces the screen whatever today's defaults are.
+# muzero_minatar.py's defaults before the screen below changed them (batch 256, uniform replay, 8 acting
+# simulations). The screen's levers were measured on top of them, so those runs pass them first and the lever's
+# flags after (the last value of a repeated flag wins): a rerun reproduces the screen whatever today's defaults are.
 OLD_DEFAULTS = ["--batch-size", "256", "--sampling", "uniform", "--priority-epsilon", "0.001",
-                "--importance-exponent", "1"]
+                "--importance-exponent", "1", "--num-simulations", "8"]
+# the defaults the later levers were measured on: today's, except the acting search (8 simulations until the
+# simulations_16 lever below made 16 the default)
+SCREEN_DEFAULTS = ["--num-simulations", "8"]
 LEVERS = {  # name: (the lever it is compared with, the defaults it starts from, the flags it adds)
     "baseline": (None, OLD_DEFAULTS, []),
     "gumbel": ("baseline", OLD_DEFAULTS, ["--planner", "gumbel"]),
@@ -47,28 +50,28 @@ LEVERS = {  # name: (the lever it is compared with, the defaults it starts from,
     "batch_64": ("baseline", OLD_DEFAULTS, ["--batch-size", "64"]),
     # both at once, the reward focus ~10x stronger (eps 0.01): can the RL loop learn Asterix's reward at all
     # when rewarding windows dominate the batches (the supervised check needed ~25% of a batch)? It did, and
-    # these are the script's defaults now: this lever runs today's defaults, and the levers below compare with it
+    # these became the script's defaults (with 8 acting simulations), and the levers below compare with it
     "batch_64_strong_reward_focus": ("baseline", OLD_DEFAULTS, ["--batch-size", "64", "--sampling", "proportional",
                                                                 "--priority-epsilon", "0.01", "--importance-exponent", "0"]),
     # levers on top of today's defaults
-    "target_bootstrap": ("batch_64_strong_reward_focus", [], ["--value-bootstrap", "target_network"]),
-    "replay_ratio_4": ("batch_64_strong_reward_focus", [], ["--replay-ratio", "4"]),
+    "target_bootstrap": ("batch_64_strong_reward_focus", SCREEN_DEFAULTS, ["--value-bootstrap", "target_network"]),
+    "replay_ratio_4": ("batch_64_strong_reward_focus", SCREEN_DEFAULTS, ["--replay-ratio", "4"]),
     # 1.5x the updates per frame: what the 35-minute cap leaves room for at 300k frames (runs took 17-25 min)
-    "replay_ratio_3": ("batch_64_strong_reward_focus", [], ["--replay-ratio", "3"]),
+    "replay_ratio_3": ("batch_64_strong_reward_focus", SCREEN_DEFAULTS, ["--replay-ratio", "3"]),
     # ratio 3 seemed to stall Asterix: its updates with 2/3 of the step size (learning rate x updates as at ratio 2)
-    "replay_ratio_3_lr_2e-3": ("batch_64_strong_reward_focus", [], ["--replay-ratio", "3", "--learning-rate", "2e-3"]),
+    "replay_ratio_3_lr_2e-3": ("batch_64_strong_reward_focus", SCREEN_DEFAULTS, ["--replay-ratio", "3", "--learning-rate", "2e-3"]),
     # the ratio rising in a straight line over the run (--final-replay-ratio): fewer updates while replay is small,
     # more later. Built when ratio 3 seemed to stall Asterix (a reading across machines, see the docs); 2 -> 4 makes
     # ratio 3's updates, 2 -> 3 fewer
-    "replay_ratio_2_to_3": ("batch_64_strong_reward_focus", [], ["--final-replay-ratio", "3"]),
-    "replay_ratio_2_to_4": ("batch_64_strong_reward_focus", [], ["--final-replay-ratio", "4"]),
+    "replay_ratio_2_to_3": ("batch_64_strong_reward_focus", SCREEN_DEFAULTS, ["--final-replay-ratio", "3"]),
+    "replay_ratio_2_to_4": ("batch_64_strong_reward_focus", SCREEN_DEFAULTS, ["--final-replay-ratio", "4"]),
     # the acting search at the evaluation planner's 16 simulations instead of 8: PUCT's visits move further from
     # the noised prior (the issue's "weak search at 8 simulations"); acting is ~1/6 of a run's machine time
-    "simulations_16": ("batch_64_strong_reward_focus", [], ["--num-simulations", "16"]),
+    "simulations_16": ("batch_64_strong_reward_focus", SCREEN_DEFAULTS, ["--num-simulations", "16"]),
     # the reward loss averaged over K = 5 like value and policy
-    "reward_loss_mean": ("batch_64_strong_reward_focus", [], ["--reward-coef", "0.2"]),
+    "reward_loss_mean": ("batch_64_strong_reward_focus", SCREEN_DEFAULTS, ["--reward-coef", "0.2"]),
     # residual blocks without LayerNorm: the largest elementwise cost of the update on a CPU (speed section)
-    "no_layer_norm": ("batch_64_strong_reward_focus", [], ["--no-layer-norm"]),
+    "no_layer_norm": ("batch_64_strong_reward_focus", SCREEN_DEFAULTS, ["--no-layer-norm"]),
 }
 KEYS = ["lever", "env_id", "seed", "frames"]
 # last logged value of each, kept per run (with the min and final search-policy entropy): what the
