@@ -8,7 +8,7 @@
 #   GAMES="Freeway" SEEDS="3" bash benchmark/muzero_minatar.sh --track
 #
 # Extra arguments are passed to every run (e.g. --track --wandb-entity me). The frame budget per
-# run is the script's default --total-timesteps (300k environment steps, 20-35 min on 2 cores);
+# run is the script's default --total-timesteps (300k environment steps, 12-35 min on 2 cores);
 # TOTAL_TIMESTEPS overrides it. SCRIPT runs a variant instead (benchmark/muzero_minatar_reanalyze.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
