@@ -16,7 +16,7 @@ def played():
     """One actor iteration of Breakout (2 environments, 16 steps) played with random network weights and
     no root noise, in a replay; the reanalyze planner set to the training one."""
     args = r.Args(**TINY, num_envs=2, num_steps=16, dirichlet_fraction=0.0, reanalyze_pb_c_init=2.25,
-                  reanalyze_num_simulations=8)
+                  num_simulations=8, reanalyze_num_simulations=8)
     env = r.MinAtarVecEnv("Breakout", 1, seed=0, sticky_action_prob=0.0)
     net = r.make_network(args, env.num_actions)
     params = r.init_params(net, args, jax.random.PRNGKey(0))
