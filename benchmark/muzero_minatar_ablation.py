@@ -26,14 +26,14 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository: muzero_tools
 from muzero_tools import REPO, git_commit, machine_line, write_markdown  # noqa: E402
 
+# The acting search every lever below was measured with: 8 simulations, the default until the simulations_16
+# lever made it 16. The later levers start from today's defaults with it.
+SCREEN_DEFAULTS = ["--num-simulations", "8"]
 # muzero_minatar.py's defaults before the screen below changed them (batch 256, uniform replay, 8 acting
 # simulations). The screen's levers were measured on top of them, so those runs pass them first and the lever's
 # flags after (the last value of a repeated flag wins): a rerun reproduces the screen whatever today's defaults are.
 OLD_DEFAULTS = ["--batch-size", "256", "--sampling", "uniform", "--priority-epsilon", "0.001",
-                "--importance-exponent", "1", "--num-simulations", "8"]
-# the defaults the later levers were measured on: today's, except the acting search (8 simulations until the
-# simulations_16 lever below made 16 the default)
-SCREEN_DEFAULTS = ["--num-simulations", "8"]
+                "--importance-exponent", "1", *SCREEN_DEFAULTS]
 LEVERS = {  # name: (the lever it is compared with, the defaults it starts from, the flags it adds)
     "baseline": (None, OLD_DEFAULTS, []),
     "gumbel": ("baseline", OLD_DEFAULTS, ["--planner", "gumbel"]),
@@ -53,7 +53,7 @@ LEVERS = {  # name: (the lever it is compared with, the defaults it starts from,
     # these became the script's defaults (with 8 acting simulations), and the levers below compare with it
     "batch_64_strong_reward_focus": ("baseline", OLD_DEFAULTS, ["--batch-size", "64", "--sampling", "proportional",
                                                                 "--priority-epsilon", "0.01", "--importance-exponent", "0"]),
-    # levers on top of today's defaults
+    # levers on top of today's defaults with SCREEN_DEFAULTS (= batch_64_strong_reward_focus)
     "target_bootstrap": ("batch_64_strong_reward_focus", SCREEN_DEFAULTS, ["--value-bootstrap", "target_network"]),
     "replay_ratio_4": ("batch_64_strong_reward_focus", SCREEN_DEFAULTS, ["--replay-ratio", "4"]),
     # 1.5x the updates per frame: what the 35-minute cap leaves room for at 300k frames (runs took 17-25 min)
@@ -179,7 +179,7 @@ def report(out: str):
                     f"{wall} → {g.wall_time_min.mean():.1f} ({g.parallel_jobs.max()}) |")
     rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}. "
              f"`baseline` and the levers compared with it start from the defaults before the screen "
-             f"(`{' '.join(OLD_DEFAULTS)}`), the others from today's. A lever is compared only with reference runs "
+             f"(`{' '.join(OLD_DEFAULTS)}`), the others from today's with `{' '.join(SCREEN_DEFAULTS)}`. A lever is compared only with reference runs "
              "of the same machine line (CPU, library versions; the machine column shows the CPU family and model); – where "
              "the reference has no run on that line. Returns are means over the seeds listed; eval: the final evaluation "
              f"({', '.join(map(str, runs.eval_episodes.unique()))} episodes, evaluation planner); train: training "
