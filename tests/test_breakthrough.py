@@ -143,6 +143,9 @@ def test_target_signs_alternate_with_the_player_and_the_terminal_reward_is_the_w
     w = window([1] + [0] * 11, [0] * 12, [0] * 12)
     t = bt.compute_targets(w, history_length=2, unroll_steps=2, td_steps=3, gamma=g)
     np.testing.assert_allclose(t.values, [-(g**3) * 15, -(g**3) * 16, -(g**3) * 17])
+    # so does a value given by the network (--value-bootstrap target_network), also the player to move's there
+    t = bt.compute_targets(w, history_length=2, unroll_steps=2, td_steps=3, gamma=g, bootstrap_values=jnp.array([2.0, -4.0, 6.0]))
+    np.testing.assert_allclose(t.values, [-(g**3) * 2, g**3 * 4, -(g**3) * 6])
     t = bt.compute_targets(w, history_length=2, unroll_steps=2, td_steps=2, gamma=g)
     np.testing.assert_allclose(t.values, [g**2 * 14, g**2 * 15, g**2 * 16])
 

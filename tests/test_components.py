@@ -130,6 +130,23 @@ def test_targets_bootstrap_inside_one_episode():
     np.testing.assert_allclose(t.stacked, expected)
 
 
+def test_targets_bootstrap_from_given_values():
+    # --value-bootstrap target_network: the network's values of the histories at c+N .. c+K+N replace v*
+    w = window([1, 0, 0, 0, 0, 0, 0, 0], [0] * 8, [2, 3, 1, 2, 3, 1, 2, 3], [0, 7, 0, 1, 2, 5, 6, 4])
+    histories = m.bootstrap_histories(w, history_length=2, unroll_steps=2, td_steps=3)  # c + N = 5, 6, 7
+    for i, j in enumerate((5, 6, 7)):
+        np.testing.assert_allclose(histories[i], m.history_at(w, j, 2))
+    t = m.compute_targets(w, history_length=2, unroll_steps=2, td_steps=3, gamma=0.5,
+                          bootstrap_values=jnp.array([-8.0, 16.0, 40.0]))
+    # as test_targets_bootstrap_inside_one_episode with v*_{j+3} = 15, 16, 17 replaced by -8, 16, 40
+    np.testing.assert_allclose(t.values, [1 + 1 + 1.25 - 1.0, 2 + 2.5 + 1.5 + 2.0, 5 + 3 + 1 + 5.0])
+    # values given for steps after the episode's end are not bootstrapped from (the window of the next test)
+    w = window([1, 0, 1, 0, 1, 0, 0, 0], [0, 1, 0, 1, 0, 0, 0, 0], [2, 0, 1, 0, 2, 1, 3, 1], [0, 7, 0, 1, 0, 5, 6, 4])
+    t = m.compute_targets(w, history_length=2, unroll_steps=2, td_steps=3, gamma=0.5,
+                          bootstrap_values=jnp.array([-8.0, 16.0, 40.0]))
+    np.testing.assert_allclose(t.values, [1.0, 0.0, 0.0])
+
+
 def test_targets_across_an_episode_boundary():
     # steps 0-1: an earlier episode; 2-3: the episode of c = 2 (last step 3); 4-7: the next episode
     w = window([1, 0, 1, 0, 1, 0, 0, 0], [0, 1, 0, 1, 0, 0, 0, 0], [2, 0, 1, 0, 2, 1, 3, 1], [0, 7, 0, 1, 0, 5, 6, 4])
