@@ -742,10 +742,11 @@ def gather_windows(segments: dict, seg: np.ndarray, pos: np.ndarray, window: int
 def mirror_windows(windows: dict, flip: np.ndarray, mirrored: np.ndarray) -> dict:
     """The windows (B, T, ...) with those where `flip` is set mirrored left-right: board planes, actions and search
     policies (the mirrored position's policy of move a is the original's of move mirrored[a])."""
-    return {**windows,
-            "obs": np.where(flip[:, None, None, None, None], windows["obs"][:, :, :, ::-1], windows["obs"]),
-            "action": np.where(flip[:, None], mirrored[windows["action"]], windows["action"]),
-            "policy": np.where(flip[:, None, None], windows["policy"][..., mirrored], windows["policy"])}
+    out = {**windows, **{k: windows[k].copy() for k in ("obs", "action", "policy")}}
+    out["obs"][flip] = windows["obs"][flip][:, :, :, ::-1]
+    out["action"][flip] = mirrored[windows["action"][flip]]
+    out["policy"][flip] = windows["policy"][flip][..., mirrored]
+    return out
 
 
 def sampling_probabilities(priorities: np.ndarray, valid: np.ndarray, mode: str, alpha: float, eps: float):
