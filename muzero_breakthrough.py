@@ -158,10 +158,6 @@ class Args:
     (MuZero), 0 keeps it (prioritized replay anneals beta from 0.4 to 1)"""
     learning_starts: int = 2_000
     """environment steps stored in replay before the first update"""
-    mirror: bool = False
-    """train on the left-right mirror image of a random half of each batch (boards, moves and search policies
-    mirrored; values and rewards unchanged): the rules are symmetric under it, so each stored ply also teaches the
-    mirrored position (AlphaZero's board symmetries; the thesis has none)"""
 
     # Loss and optimiser (4.3.8-4.3.9, 5.1.2)
     batch_size: int = 64
@@ -361,18 +357,6 @@ class BreakthroughVecEnv:
         for i in np.flatnonzero(~is_last):
             legal[i, 1:] = self.states[i].legal_actions_mask()
         return legal
-
-
-def mirrored_actions(board_size: int) -> np.ndarray:
-    """Agent action -> the same move on the board mirrored left-right (the dummy action stays 0). OpenSpiel
-    numbers a move (square * 6 + direction) * 2 + capture, squares row by row and directions (diagonal left,
-    straight, diagonal right) forward for each player: the mirror takes column j to board_size - 1 - j and swaps
-    the two diagonals. The mirror is its own inverse."""
-    move = np.arange(board_size * board_size * 12)
-    square, direction, capture = move // 12, move // 2 % 6, move % 2
-    row, col = np.divmod(square, board_size)
-    mirrored = ((row * board_size + board_size - 1 - col) * 6 + direction // 3 * 3 + 2 - direction % 3) * 2 + capture
-    return np.concatenate([[0], mirrored + 1])
 
 
 class EpisodeTracker:
@@ -737,16 +721,6 @@ def gather_windows(segments: dict, seg: np.ndarray, pos: np.ndarray, window: int
     """Windows of steps pos .. pos+window-1 of segments seg, i.e. c-L .. c+K+N for c = pos+L."""
     idx = pos[:, None] + np.arange(window)[None]
     return {k: v[seg[:, None], idx] for k, v in segments.items()}
-
-
-def mirror_windows(windows: dict, flip: np.ndarray, mirrored: np.ndarray) -> dict:
-    """The windows (B, T, ...) with those where `flip` is set mirrored left-right: board planes, actions and search
-    policies (the mirrored position's policy of move a is the original's of move mirrored[a])."""
-    out = {**windows, **{k: windows[k].copy() for k in ("obs", "action", "policy")}}
-    out["obs"][flip] = windows["obs"][flip][:, :, :, ::-1]
-    out["action"][flip] = mirrored[windows["action"][flip]]
-    out["policy"][flip] = windows["policy"][flip][..., mirrored]
-    return out
 
 
 def sampling_probabilities(priorities: np.ndarray, valid: np.ndarray, mode: str, alpha: float, eps: float):
@@ -1326,7 +1300,6 @@ def main(args: Args):
     key, net_key, actor_key = jax.random.split(key, 3)
 
     probe = BreakthroughVecEnv(args.board_size, 1)
-    mirrored = mirrored_actions(args.board_size)
     net = make_network(args, probe.num_actions)
     params = init_params(net, args, net_key)
     optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
@@ -1399,8 +1372,6 @@ def main(args: Args):
                 while p["sample_credit"] >= args.batch_size:
                     p["sample_credit"] -= args.batch_size
                     batch, weights = replay.sample(args.batch_size)
-                    if args.mirror:  # from the replay's generator, which the checkpoint keeps
-                        batch = mirror_windows(batch, replay.rng.random(args.batch_size) < 0.5, mirrored)
                     state, metrics = update_fn(state, batch, weights)
                     p["metrics"] = metrics
                     p["num_updates"] += 1

@@ -67,44 +67,6 @@ def test_legal_masks_come_from_openspiel_and_the_terminal_reward_goes_to_the_mov
                 assert step.reward[i] == 0.0 and not step.is_last[i]
 
 
-def test_mirrored_moves_replay_a_game_on_the_mirrored_board():
-    # a game and its mirror image played side by side: the mirrored moves are legal exactly where the originals are
-    mirrored = bt.mirrored_actions(5)
-    np.testing.assert_array_equal(mirrored[mirrored], np.arange(301))  # a permutation, its own inverse
-    assert mirrored[0] == 0 and mirrored[1 + 2] == 1 + 50  # dummy stays; a5a4 (2) <-> e5e4 (50)
-    rng = np.random.default_rng(0)
-    for _ in range(5):
-        envs, mirror_envs = bt.BreakthroughVecEnv(5, 1), bt.BreakthroughVecEnv(5, 1)
-        step, mirror_step = envs.step(np.zeros(1, np.int32)), mirror_envs.step(np.zeros(1, np.int32))
-        while True:
-            np.testing.assert_array_equal(mirror_step.obs, step.obs[:, :, ::-1])
-            legal = envs.legal_actions(step.is_last)
-            np.testing.assert_array_equal(mirror_envs.legal_actions(mirror_step.is_last), legal[:, mirrored])
-            assert mirror_step.reward == step.reward and mirror_step.is_last == step.is_last
-            if step.is_last[0]:
-                break
-            action = rng.choice(np.flatnonzero(legal[0]))
-            step, mirror_step = envs.step(np.array([action])), mirror_envs.step(np.array([mirrored[action]]))
-
-
-def test_mirror_windows_mirrors_only_the_chosen_windows():
-    rng = np.random.default_rng(1)
-    windows = {"obs": rng.integers(0, 2, (2, 3, 5, 5, 4)).astype(np.uint8), "action": rng.integers(0, 301, (2, 3)),
-               "policy": rng.dirichlet(np.ones(301), (2, 3)).astype(np.float32), "value": rng.normal(size=(2, 3))}
-    mirrored = bt.mirrored_actions(5)
-    out = bt.mirror_windows(windows, np.array([True, False]), mirrored)
-    for key in windows:  # the second window and every field the mirror does not touch stay as they were
-        np.testing.assert_array_equal(out[key][1], windows[key][1])
-    np.testing.assert_array_equal(out["value"], windows["value"])
-    np.testing.assert_array_equal(out["obs"][0, :, :, ::-1], windows["obs"][0])
-    np.testing.assert_array_equal(out["action"][0], mirrored[windows["action"][0]])
-    for t in range(3):  # the mirrored move of each move gets the original's probability
-        np.testing.assert_array_equal(out["policy"][0, t, mirrored], windows["policy"][0, t])
-    twice = bt.mirror_windows(out, np.array([True, False]), mirrored)
-    for key in windows:
-        np.testing.assert_array_equal(twice[key], windows[key])
-
-
 # --- planner (4.3.6): negamax --------------------------------------------------------------------
 class TwoPlayerModel:
     """A hand-written model in place of the network, for the script's own recurrent function. The
