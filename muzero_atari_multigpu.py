@@ -542,6 +542,24 @@ def scale_hidden(x):
     return (x - lo) / (hi - lo + 1e-5)
 
 
+class ActionStem(nn.Module):
+    """A 1x1 convolution over [planes, one-hot action planes / |A^a| tiled over the board] (4.3.4), computed
+    without tiling the one-hot planes: their share of the product is the same on every square, so it is
+    computed once per sample. Same parameters (kernel (1, 1, C + L|A^a|, F), bias) and initialisation as
+    nn.Conv over the concatenated planes; with 300 moves (Breakthrough) the tiled planes were most of the work."""
+    features: int
+    num_actions: int
+
+    @nn.compact
+    def __call__(self, planes, actions):
+        """planes (B, H, W, C), actions (B, L) -> (B, H, W, features)."""
+        d, l = planes.shape[-1], actions.shape[-1]
+        kernel = self.param("kernel", nn.initializers.lecun_normal(), (1, 1, d + l * self.num_actions, self.features))
+        bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
+        one_hot = jax.nn.one_hot(actions, self.num_actions).reshape(-1, l * self.num_actions) / self.num_actions
+        return planes @ kernel[0, 0, :d] + (one_hot @ kernel[0, 0, d:])[:, None, None, :] + bias
+
+
 class MuZeroNet(nn.Module):
     num_actions: int
     channels: int
@@ -557,7 +575,7 @@ class MuZeroNet(nn.Module):
         z = 2 * self.support_size + 1
         self.repr_stem = Downsample(self.channels, self.downsample_blocks, self.layer_norm)
         self.repr_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.repr_blocks)]
-        self.dyn_stem = nn.Conv(self.channels, (1, 1))
+        self.dyn_stem = ActionStem(self.channels, self.num_actions)
         self.dyn_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.dyn_blocks)]
         self.reward_head = Head(self.head_hidden, z)
         self.pred_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.pred_blocks)]
@@ -574,8 +592,7 @@ class MuZeroNet(nn.Module):
 
     def dynamics(self, x, action):
         """g: hidden state, action -> next hidden state, reward logits."""
-        b, h, w, _ = x.shape
-        x = self.dyn_stem(jnp.concatenate([x, action_planes(action, self.num_actions, h, w)], -1))
+        x = self.dyn_stem(x, action[:, None])
         for block in self.dyn_tower:
             x = block(x)
         return scale_hidden(x), self.reward_head(x)

@@ -365,19 +365,12 @@ class EpisodeTracker:
 # ---------------------------------------------------------------------------------------------
 # Inputs (4.3.4) and the scalar <-> categorical transform (2.8.6, 4.3.5)
 # ---------------------------------------------------------------------------------------------
-def action_planes(actions, num_actions: int, height: int, width: int):
-    """One-hot actions divided by |A^a|, tiled over the board: (..., ) -> (..., H, W, |A^a|)."""
-    onehot = jax.nn.one_hot(actions, num_actions) / num_actions
-    return jnp.broadcast_to(onehot[..., None, None, :], (*actions.shape, height, width, num_actions))
-
-
 def stack_history(frames, actions, num_actions: int):
     """frames (B, L, H, W, C) = o_{t-L+1..t}, actions (B, L) = a_{t-L..t-1}
-    -> (B, H, W, L*(C + |A^a|)) planes for the representation function."""
+    -> the input of the representation function: the frames as planes (B, H, W, L*C) and the actions
+    (B, L), which its stem reads as L one-hot planes of |A^a| after the frame planes (ActionStem)."""
     b, l, h, w, c = frames.shape
-    frame_planes = jnp.moveaxis(frames, 1, 3).reshape(b, h, w, l * c)
-    act = jnp.moveaxis(action_planes(actions, num_actions, h, w), 1, 3).reshape(b, h, w, l * num_actions)
-    return jnp.concatenate([frame_planes, act], axis=-1)
+    return jnp.moveaxis(frames, 1, 3).reshape(b, h, w, l * c), actions
 
 
 EPS_PHI = 1e-3
@@ -448,6 +441,24 @@ def scale_hidden(x):
     return (x - lo) / (hi - lo + 1e-5)
 
 
+class ActionStem(nn.Module):
+    """A 1x1 convolution over [planes, one-hot action planes / |A^a| tiled over the board] (4.3.4), computed
+    without tiling the one-hot planes: their share of the product is the same on every square, so it is
+    computed once per sample. Same parameters (kernel (1, 1, C + L|A^a|, F), bias) and initialisation as
+    nn.Conv over the concatenated planes; with 300 moves (Breakthrough) the tiled planes were most of the work."""
+    features: int
+    num_actions: int
+
+    @nn.compact
+    def __call__(self, planes, actions):
+        """planes (B, H, W, C), actions (B, L) -> (B, H, W, features)."""
+        d, l = planes.shape[-1], actions.shape[-1]
+        kernel = self.param("kernel", nn.initializers.lecun_normal(), (1, 1, d + l * self.num_actions, self.features))
+        bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
+        one_hot = jax.nn.one_hot(actions, self.num_actions).reshape(-1, l * self.num_actions) / self.num_actions
+        return planes @ kernel[0, 0, :d] + (one_hot @ kernel[0, 0, d:])[:, None, None, :] + bias
+
+
 class MuZeroNet(nn.Module):
     num_actions: int
     channels: int
@@ -460,9 +471,9 @@ class MuZeroNet(nn.Module):
 
     def setup(self):
         z = 2 * self.support_size + 1
-        self.repr_stem = nn.Conv(self.channels, (1, 1))
+        self.repr_stem = ActionStem(self.channels, self.num_actions)
         self.repr_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.repr_blocks)]
-        self.dyn_stem = nn.Conv(self.channels, (1, 1))
+        self.dyn_stem = ActionStem(self.channels, self.num_actions)
         self.dyn_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.dyn_blocks)]
         self.reward_head = Head(self.head_hidden, z)
         self.pred_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.pred_blocks)]
@@ -471,16 +482,15 @@ class MuZeroNet(nn.Module):
         self.projection = ResidualBlock(self.channels, self.layer_norm)
 
     def represent(self, stacked):
-        """h: stacked history (B, H, W, C_h) -> hidden state (B, H, W, channels)."""
-        x = self.repr_stem(stacked)
+        """h: stacked history (frame planes, actions) of stack_history -> hidden state (B, H, W, channels)."""
+        x = self.repr_stem(*stacked)
         for block in self.repr_tower:
             x = block(x)
         return scale_hidden(x)
 
     def dynamics(self, x, action):
         """g: hidden state, action -> next hidden state, reward logits."""
-        b, h, w, _ = x.shape
-        x = self.dyn_stem(jnp.concatenate([x, action_planes(action, self.num_actions, h, w)], -1))
+        x = self.dyn_stem(x, action[:, None])
         for block in self.dyn_tower:
             x = block(x)
         return scale_hidden(x), self.reward_head(x)
@@ -609,8 +619,8 @@ def initial_actor_state(num_envs: int, history_length: int, obs_shape) -> ActorS
 
 
 class Targets(NamedTuple):
-    stacked: jax.Array  # (H, W, C_h) input of h at c
-    next_stacked: jax.Array  # (H, W, C_h) input of h at c+1 (self-consistency target)
+    stacked: tuple  # input of h at c: frame planes (H, W, L*C), actions (L,)
+    next_stacked: tuple  # input of h at c+1 (self-consistency target)
     actions: jax.Array  # (K,) a_c .. a_{c+K-1}
     rewards: jax.Array  # (K,) r_{c+1} .. r_{c+K}
     values: jax.Array  # (K+1,) G^N_c .. G^N_{c+K}
@@ -627,14 +637,15 @@ def history_at(window: dict, center: int, history_length: int):
     same = episode[center - L + 1: center + 1] == episode[center]
     frames = window["obs"][center - L + 1: center + 1].astype(jnp.float32) * same[:, None, None, None]
     acts = window["action"][center - L: center] * (episode[center - L: center] == episode[center])
-    return stack_history(frames[None], acts[None], window["policy"].shape[-1])[0]
+    return jax.tree.map(lambda a: a[0], stack_history(frames[None], acts[None], window["policy"].shape[-1]))
 
 
 def bootstrap_histories(window: dict, history_length: int, unroll_steps: int, td_steps: int):
-    """(K+1, H, W, C_h): inputs of h at c+N .. c+K+N, whose values the N-step returns bootstrap from
+    """(K+1, ...): inputs of h at c+N .. c+K+N, whose values the N-step returns bootstrap from
     when --value-bootstrap is target_network."""
     c = history_length
-    return jnp.stack([history_at(window, j + td_steps, history_length) for j in range(c, c + unroll_steps + 1)])
+    return jax.tree.map(lambda *a: jnp.stack(a), *[history_at(window, j + td_steps, history_length)
+                                                    for j in range(c, c + unroll_steps + 1)])
 
 
 def compute_targets(window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float,
@@ -816,10 +827,11 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
     def loss_fn(params, target_params, window, weights):
         bootstrap_values = None
         if args.value_bootstrap == "target_network":  # the value half of MuZero Reanalyze
-            stacked = histories_fn(window)  # (B, K+1, H, W, C_h)
-            x = net.apply(target_params, stacked.reshape(-1, *stacked.shape[2:]), method=MuZeroNet.represent)
+            stacked = histories_fn(window)  # frame planes (B, K+1, H, W, L*C), actions (B, K+1, L)
+            x = net.apply(target_params, jax.tree.map(lambda a: a.reshape(-1, *a.shape[2:]), stacked),
+                          method=MuZeroNet.represent)
             _, value_logits = net.apply(target_params, x, method=MuZeroNet.predict)
-            bootstrap_values = jax.lax.stop_gradient(scalar(value_logits).reshape(stacked.shape[:2]))
+            bootstrap_values = jax.lax.stop_gradient(scalar(value_logits).reshape(stacked[1].shape[:2]))
         t = targets_fn(window, bootstrap_values=bootstrap_values)
         x = net.apply(params, t.stacked, method=MuZeroNet.represent)
         policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
@@ -1181,8 +1193,9 @@ def evaluate(model_path: str, eval_episodes: int = 10, seed: int = 0):
 
 def init_params(net: MuZeroNet, args: Args, key):
     obs_shape = MinAtarVecEnv(args.env_id, 1, 0, 0.0).obs_shape
-    planes = args.history_length * (obs_shape[-1] + net.num_actions)
-    return net.init(key, jnp.zeros((1, *obs_shape[:2], planes)), jnp.zeros((1,), jnp.int32))
+    stacked = (jnp.zeros((1, *obs_shape[:2], args.history_length * obs_shape[-1])),
+               jnp.zeros((1, args.history_length), jnp.int32))
+    return net.init(key, stacked, jnp.zeros((1,), jnp.int32))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,7 @@
 """Unit tests of muzero_minatar.py against hand computations and the thesis' formulas."""
+from functools import partial
+
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import mctx
@@ -43,10 +46,28 @@ def test_transform_example_from_thesis():
 def test_stack_history_layout():
     frames = jnp.arange(2 * 3 * 2 * 2 * 1, dtype=jnp.float32).reshape(2, 3, 2, 2, 1)  # B=2, L=3, C=1
     actions = jnp.array([[0, 1, 2], [2, 2, 0]])
-    planes = m.stack_history(frames, actions, num_actions=3)
-    assert planes.shape == (2, 2, 2, 3 * (1 + 3))
-    np.testing.assert_array_equal(planes[0, 1, 0, :3], frames[0, :, 1, 0, 0])  # frames first, oldest first
-    np.testing.assert_allclose(planes[1, 0, 1, 3:], [0, 0, 1 / 3, 0, 0, 1 / 3, 1 / 3, 0, 0])
+    planes, acts = m.stack_history(frames, actions, num_actions=3)
+    assert planes.shape == (2, 2, 2, 3)
+    np.testing.assert_array_equal(planes[0, 1, 0], frames[0, :, 1, 0, 0])  # oldest frame first
+    np.testing.assert_array_equal(acts, actions)
+
+
+def test_action_stem_is_a_1x1_convolution_over_one_hot_action_planes():
+    # the stem of h and g: nn.Conv over [planes, one-hot(a_1) / |A|, ..., one-hot(a_L) / |A|] tiled over the
+    # board, with the same parameters, initial values, outputs and gradients
+    planes = jax.random.uniform(jax.random.PRNGKey(1), (2, 3, 3, 5))
+    actions = jnp.array([[0, 2], [1, 1]])  # B=2, L=2, |A|=3
+    one_hot = jnp.broadcast_to((jax.nn.one_hot(actions, 3) / 3).reshape(2, 1, 1, 6), (2, 3, 3, 6))
+    full = jnp.concatenate([planes, one_hot], -1)
+    stem, conv = m.ActionStem(4, num_actions=3), nn.Conv(4, (1, 1))
+    params = stem.init(jax.random.PRNGKey(0), planes, actions)
+    jax.tree.map(np.testing.assert_array_equal, params, conv.init(jax.random.PRNGKey(0), full))
+    params = jax.tree.map(lambda p: p + 0.1, params)  # a nonzero bias too
+    np.testing.assert_allclose(stem.apply(params, planes, actions), conv.apply(params, full), atol=1e-6)
+    grads = [jax.grad(lambda p: jnp.sum(jnp.sin(f(p))))(params)
+             for f in (lambda p: stem.apply(p, planes, actions), lambda p: conv.apply(p, full))]
+    jax.tree.map(partial(np.testing.assert_allclose, atol=1e-6), *grads)
+    assert float(jnp.abs(grads[0]["params"]["kernel"][0, 0, 5 + 2]).max()) == 0.0  # no history starts with action 2
 
 
 def make_tiny_actor(planner="gumbel", env_id="Breakout"):
@@ -126,8 +147,9 @@ def test_targets_bootstrap_inside_one_episode():
     np.testing.assert_allclose(t.policies, w["policy"][2:5])
     assert float(t.priority) == pytest.approx(abs(12 - 5.125))
     assert float(t.consistency_mask) == 1.0
-    expected = m.stack_history(w["obs"][None, 1:3].astype(jnp.float32), w["action"][None, 0:2], 4)[0]
-    np.testing.assert_allclose(t.stacked, expected)
+    planes, actions = t.stacked  # frames c-1, c; actions a_{c-2}, a_{c-1}
+    np.testing.assert_allclose(planes, jnp.moveaxis(w["obs"][1:3, ..., 0], 0, -1))
+    np.testing.assert_array_equal(actions, w["action"][0:2])
 
 
 def test_targets_bootstrap_from_given_values():
@@ -135,7 +157,7 @@ def test_targets_bootstrap_from_given_values():
     w = window([1, 0, 0, 0, 0, 0, 0, 0], [0] * 8, [2, 3, 1, 2, 3, 1, 2, 3], [0, 7, 0, 1, 2, 5, 6, 4])
     histories = m.bootstrap_histories(w, history_length=2, unroll_steps=2, td_steps=3)  # c + N = 5, 6, 7
     for i, j in enumerate((5, 6, 7)):
-        np.testing.assert_allclose(histories[i], m.history_at(w, j, 2))
+        jax.tree.map(lambda a, b: np.testing.assert_allclose(a[i], b), histories, m.history_at(w, j, 2))
     t = m.compute_targets(w, history_length=2, unroll_steps=2, td_steps=3, gamma=0.5,
                           bootstrap_values=jnp.array([-8.0, 16.0, 40.0]))
     # as test_targets_bootstrap_inside_one_episode with v*_{j+3} = 15, 16, 17 replaced by -8, 16, 40
@@ -158,10 +180,12 @@ def test_targets_across_an_episode_boundary():
     np.testing.assert_allclose(t.policies[2], [1, 0, 0, 0])  # dummy policy beyond the end
     assert float(t.priority) == pytest.approx(11.0)
     # history at c: zero frame and dummy actions before the episode's first step
-    zero_then_c = jnp.stack([jnp.zeros((2, 2, 1)), w["obs"][2].astype(jnp.float32)])
-    np.testing.assert_allclose(t.stacked, m.stack_history(zero_then_c[None], jnp.zeros((1, 2), jnp.int32), 4)[0])
-    nxt = m.stack_history(w["obs"][None, 2:4].astype(jnp.float32), jnp.array([[0, 1]]), 4)[0]
-    np.testing.assert_allclose(t.next_stacked, nxt)
+    planes, actions = t.stacked
+    np.testing.assert_allclose(planes, jnp.stack([jnp.zeros((2, 2)), w["obs"][2, ..., 0]], -1))
+    np.testing.assert_array_equal(actions, [0, 0])
+    planes, actions = t.next_stacked
+    np.testing.assert_allclose(planes, jnp.moveaxis(w["obs"][2:4, ..., 0], 0, -1))
+    np.testing.assert_array_equal(actions, [0, 1])
     assert float(t.consistency_mask) == 1.0
     assert float(targets({**w, "is_last": w["is_last"].at[2].set(True)}).consistency_mask) == 0.0
 
@@ -201,8 +225,8 @@ def test_untrained_network_predicts_zero_value_and_reward_and_a_uniform_prior():
     args = tiny_args()
     net = m.make_network(args, num_actions=4)
     params = m.init_params(net, args, jax.random.PRNGKey(0))
-    planes = args.history_length * (4 + 4)  # Breakout: 4 channels, 3 actions + dummy
-    stacked = jax.random.uniform(jax.random.PRNGKey(1), (5, 10, 10, planes))
+    stacked = (jax.random.uniform(jax.random.PRNGKey(1), (5, 10, 10, args.history_length * 4)),  # Breakout: 4 channels
+               jax.random.randint(jax.random.PRNGKey(2), (5, args.history_length), 0, 4))  # 3 actions + dummy
     x = net.apply(params, stacked, method=m.MuZeroNet.represent)
     policy_logits, value_logits = net.apply(params, x, method=m.MuZeroNet.predict)
     _, reward_logits = net.apply(params, x, jnp.arange(5) % 4, method=m.MuZeroNet.dynamics)
