@@ -380,7 +380,7 @@ class EpisodeTracker:
 # ---------------------------------------------------------------------------------------------
 # Inputs (4.3.4) and the scalar <-> categorical transform (2.8.6, 4.3.5)
 # ---------------------------------------------------------------------------------------------
-def stack_history(frames, actions, num_actions: int):
+def stack_history(frames, actions):
     """frames (B, L, H, W, C) = o_{t-L+1..t}, actions (B, L) = a_{t-L..t-1}
     -> the input of the representation function: the frames as planes (B, H, W, L*C) and the actions
     (B, L), which its stem reads as L one-hot planes of |A^a| after the frame planes (ActionStem)."""
@@ -611,7 +611,7 @@ def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float, keep_tree: boo
         frames = state.frames * keep[:, None, None, None, None]
         actions = state.actions * keep[:, None]  # zero frames and dummy actions before the first step
         frames = jnp.concatenate([frames[:, 1:], obs[:, None].astype(jnp.float32)], axis=1)
-        x = net.apply(params, stack_history(frames, actions, net.num_actions), method=MuZeroNet.represent)
+        x = net.apply(params, stack_history(frames, actions), method=MuZeroNet.represent)
         prior_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
         root = mctx.RootFnOutput(prior_logits=prior_logits,
                                  value=categorical_to_scalar(jax.nn.softmax(value_logits), s), embedding=x)
@@ -655,7 +655,7 @@ def history_at(window: dict, center: int, history_length: int):
     same = episode[center - L + 1: center + 1] == episode[center]
     frames = window["obs"][center - L + 1: center + 1].astype(jnp.float32) * same[:, None, None, None]
     acts = window["action"][center - L: center] * (episode[center - L: center] == episode[center])
-    return jax.tree.map(lambda a: a[0], stack_history(frames[None], acts[None], window["policy"].shape[-1]))
+    return jax.tree.map(lambda a: a[0], stack_history(frames[None], acts[None]))
 
 
 def bootstrap_histories(window: dict, history_length: int, unroll_steps: int, td_steps: int):

@@ -152,7 +152,7 @@ def measure(name: str, iterations: int, warmup: int, source: str | None = None, 
         legal = env.legal_actions(step.is_last)
         key = jax.random.PRNGKey(1)
         act_time = best_time(lambda: act(a_params, state, step.obs, step.is_first, legal, key), 20)
-        stacked = m.stack_history(state.frames, state.actions, net.num_actions)
+        stacked = m.stack_history(state.frames, state.actions)
         initial = jax.jit(lambda p, s: net.apply(p, net.apply(p, s, method=m.MuZeroNet.represent),
                                                  method=m.MuZeroNet.predict))
         x = net.apply(a_params, stacked, method=m.MuZeroNet.represent)

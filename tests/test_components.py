@@ -46,7 +46,7 @@ def test_transform_example_from_thesis():
 def test_stack_history_layout():
     frames = jnp.arange(2 * 3 * 2 * 2 * 1, dtype=jnp.float32).reshape(2, 3, 2, 2, 1)  # B=2, L=3, C=1
     actions = jnp.array([[0, 1, 2], [2, 2, 0]])
-    planes, acts = m.stack_history(frames, actions, num_actions=3)
+    planes, acts = m.stack_history(frames, actions)
     assert planes.shape == (2, 2, 2, 3)
     np.testing.assert_array_equal(planes[0, 1, 0], frames[0, :, 1, 0, 0])  # oldest frame first
     np.testing.assert_array_equal(acts, actions)
