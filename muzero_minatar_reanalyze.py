@@ -21,10 +21,12 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Literal, NamedTuple
 
-# XLA's CPU backend hands fused groups of small ops to YNNPACK by default; for this network's 16-channel
-# convolutions on a 10x10 board that makes the learner's update about 1.3x slower (docs: Speed). A user's
-# own XLA_FLAGS come after ours and win. The flag only concerns the CPU backend.
-os.environ["XLA_FLAGS"] = "--xla_cpu_experimental_ynn_fusion_type= " + os.environ.get("XLA_FLAGS", "")
+# XLA's CPU backend, set before jax starts (a user's own XLA_FLAGS come after ours and win). YNNPACK fusions off:
+# for this network's small convolutions they make the learner's update about 1.3x slower (docs: Speed). The
+# other three make a seed give the same numbers on every x86-64 CPU (docs: Reproducibility): code for AVX2 at
+# most, no XNNPACK kernels (XNNPACK picks its own by the host's features), no math that may differ by CPU.
+os.environ["XLA_FLAGS"] = ("--xla_cpu_experimental_ynn_fusion_type= --xla_cpu_max_isa=AVX2 --xla_cpu_use_xnnpack=false "
+                           "--xla_cpu_enable_platform_dependent_math=false " + os.environ.get("XLA_FLAGS", ""))
 
 import flax
 import flax.linen as nn
