@@ -28,6 +28,7 @@ commit: the commit a run starts at. collect: one run's TensorBoard events into C
     training returns or Breakthrough's win rates, a summary row). report: curves and tables from the CSVs.
 random-returns: a uniformly random policy's MinAtar returns. select: some games and seeds copied from one
     collected folder to another. compare: collected folders (one per configuration) side by side.
+cpu-lines: records the CPU lines on which the golden runs were checked (docs/reproducibility.md).
 
 Any saved model works: a script's --save-model output or a checkpoint's models/step_*.muzero_model; which script
 made it is read from the flags saved beside it.
@@ -641,9 +642,10 @@ def write_markdown(path: str, rows: list[str]) -> None:
 
 def machine_line() -> str:
     """Cores, CPU, JAX version and backend. The CPU's family and model numbers and whether it has AVX-512 are
-    included because a virtual machine's model name ("AMD EPYC") hides the host's generation, and XLA compiles
-    for the host; the versions of the libraries that compute the update and the search, because the project
-    pins only their lower bounds. A seed fixes a run only where all of these are the same."""
+    included because a virtual machine's model name ("AMD EPYC") hides the host's generation (the scripts cap
+    XLA's code at AVX2 so that it does not matter: docs/reproducibility.md lists the lines checked); the
+    versions of the libraries that compute the update and the search, because an install without
+    constraints.txt takes others."""
     info = {}
     with open("/proc/cpuinfo") as f:
         for line in f:
@@ -998,11 +1000,44 @@ def run_compare(cfg: Compare):
     write_markdown(os.path.join(out, "compare.md"), rows)
 
 
+@dataclass
+class CpuLines:
+    """Records that the golden runs (`python -m pytest tests -k golden`) were checked on this machine's CPU line:
+    one row per script in `{out}/cpu_lines.csv` (machine line, identical yes/no, commit, note), then the
+    table `{out}/cpu_lines.md` that the reproducibility page shows. Without --scripts it only redraws the table."""
+
+    scripts: tuple[str, ...] = ()
+    """the scripts whose golden runs were checked here"""
+    identical: Literal["yes", "no"] = "yes"
+    """whether a fresh run gave the committed golden values, value for value"""
+    note: str = ""
+    """how it was checked, or which series differ"""
+    machine: str = ""
+    """the machine line, if not this machine's (e.g. an emulated CPU)"""
+    out: str = "docs/benchmark/reproducibility"
+
+
+def run_cpu_lines(cfg: CpuLines):
+    path = os.path.join(cfg.out, "cpu_lines.csv")
+    table = pd.read_csv(path) if os.path.exists(path) else pd.DataFrame(
+        columns=["script", "machine", "identical", "commit", "date", "note"])
+    rows = pd.DataFrame({"script": list(cfg.scripts), "machine": cfg.machine or machine_line(),
+                         "identical": cfg.identical, "commit": git_commit(cfg.out),
+                         "date": pd.Timestamp.now(tz="UTC").strftime("%Y-%m-%d"), "note": cfg.note})
+    table = pd.concat([table, rows], ignore_index=True) if len(rows) else table
+    os.makedirs(cfg.out, exist_ok=True)
+    table.to_csv(path, index=False)
+    write_markdown(os.path.join(cfg.out, "cpu_lines.md"),
+                   ["| script | machine | identical | commit | date | how |", "|---|---|---|---|---|---|"]
+                   + [f"| `{r.script}` | {r.machine} | {r.identical} | {r.commit} | {r.date} | {r.note} |"
+                      for r in table.fillna("").itertuples()])
+
+
 TOOLS = {"ladder": (Ladder, run_ladder), "episode": (Episode, run_episode), "tree": (Tree, run_tree),
          "audit": (Audit, run_audit), "tsne": (Tsne, run_tsne), "budget": (Budget, run_budget),
          "commit": (Commit, run_commit), "collect": (Collect, run_collect), "report": (Report, run_report),
          "random-returns": (RandomReturns, run_random_returns), "select": (Select, run_select),
-         "compare": (Compare, run_compare)}
+         "compare": (Compare, run_compare), "cpu-lines": (CpuLines, run_cpu_lines)}
 
 
 if __name__ == "__main__":

@@ -199,6 +199,14 @@ def test_same_seed_same_logs_with_two_actor_threads_in_one_process_or_two(layout
     assert len(a["charts/episodic_return"]) > 0 and b1.get("charts/episodic_return")  # games of both threads ended
 
 
+def test_golden_run_muzero_atari_multigpu(layouts, golden):
+    golden("muzero_atari_multigpu", ["XLA_FLAGS=--xla_force_host_platform_device_count=2", "python",
+                                     "muzero_atari_multigpu.py", *RUN, "--num-actor-threads", "2", "--actor-device-ids",
+                                     "0", "1", "--learner-device-ids", "0", "1"],
+           scalars(layouts[0], ("losses/", "charts/episodic", "charts/eval_episodic", "charts/num_updates",
+                                "charts/root_value", "charts/policy_entropy", "stats/replay_size")))
+
+
 def test_two_processes_end_with_the_parameters_of_one_process_with_the_same_global_batch(layouts):
     one, two = layouts
     p0, p1, p = (params_of(os.path.join(d, MODEL)) for d in (two, os.path.join(two, "process_1"), one))

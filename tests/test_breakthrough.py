@@ -14,7 +14,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import muzero_breakthrough as bt
 import muzero_tools as tools
-from test_runs import assert_refused
+from test_runs import assert_refused, scalars
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 
@@ -215,11 +215,24 @@ SMALL_RUN = [
 ]
 
 
-def test_self_play_smoke_run_writes_events_checkpoint_models_and_a_playable_model(tmp_path):
-    out = subprocess.run([sys.executable, bt.__file__, *SMALL_RUN], cwd=tmp_path, env=ENV, capture_output=True,
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("breakthrough")
+    out = subprocess.run([sys.executable, bt.__file__, *SMALL_RUN], cwd=cwd, env=ENV, capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
-    (run_dir,) = glob.glob(str(tmp_path / "runs" / "breakthrough__muzero_breakthrough__2__*"))
+    (run_dir,) = glob.glob(str(cwd / "runs" / "breakthrough__muzero_breakthrough__2__*"))
+    return run_dir
+
+
+def test_golden_run_muzero_breakthrough(smoke_run, golden):
+    golden("muzero_breakthrough", ["python", "muzero_breakthrough.py", *SMALL_RUN],
+           scalars(smoke_run, ("losses/", "charts/episodic_return", "charts/episodic_length", "charts/eval_win_rate",
+                               "charts/num_updates", "charts/root_value", "charts/policy_entropy", "stats/replay_size")))
+
+
+def test_self_play_smoke_run_writes_events_checkpoint_models_and_a_playable_model(smoke_run, tmp_path):
+    run_dir = smoke_run
     acc = EventAccumulator(run_dir, size_guidance={"scalars": 0})
     acc.Reload()
     tags = acc.Tags()["scalars"]

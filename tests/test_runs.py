@@ -20,6 +20,7 @@ import muzero_minatar as m
 import muzero_breakthrough as bt
 import muzero_minatar_reanalyze as r
 import muzero_atari_multigpu as ma
+import muzero_tools as tools
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "muzero_minatar.py")
 REANALYZE_SCRIPT = os.path.join(os.path.dirname(SCRIPT), "muzero_minatar_reanalyze.py")
@@ -125,10 +126,10 @@ def test_bad_flags_exit_with_a_message(tmp_path, monkeypatch, capsys, flags, nam
     assert_refused(m, flags, named, tmp_path, monkeypatch, capsys)
 
 
-def assert_refused(module, flags, named, cwd, monkeypatch, capsys):
+def assert_refused(module, flags, named, cwd, monkeypatch, capsys, runs_dir_allowed=False):
     """`python script.py *flags` in this process (no second jax start-up), in `cwd`, must stop at once: exit
-    status 2, a message naming the flag `named`, no traceback, nothing written. A run that starts instead fails
-    the test at once."""
+    status 2, a message naming the flag `named`, no traceback, no `runs/` (unless one was there before: the
+    caller checks its files). A run that starts instead fails the test at once."""
     monkeypatch.chdir(cwd)
     monkeypatch.setattr(sys, "argv", [module.__file__, *flags])
 
@@ -140,7 +141,7 @@ def assert_refused(module, flags, named, cwd, monkeypatch, capsys):
         module.main(tyro.cli(module.Args))
     stderr = capsys.readouterr().err
     assert exit_.value.code == 2 and named in stderr and "Traceback" not in stderr, stderr
-    assert not os.path.exists(os.path.join(cwd, "runs"))  # stopped before anything was written
+    assert runs_dir_allowed or not os.path.exists(os.path.join(cwd, "runs"))  # stopped before anything was written
 
 
 def scalars(run_dir, prefixes):
@@ -153,9 +154,10 @@ def scalars(run_dir, prefixes):
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
     dirs = [tmp_path_factory.mktemp(name) for name in ("a", "b")]
-    # --track (W&B disabled) and --capture-video must not change what the run learns
-    run_together([([*SMALL_RUN, "--save-model", *extra], d, SCRIPT, None)
-                  for d, extra in zip(dirs, ([], ["--track", "--capture-video"]))])
+    # --track (W&B disabled) and --capture-video must not change what the run learns. One after the other:
+    # the second loads what the first compiled from the tests' compilation cache
+    for d, extra in zip(dirs, ([], ["--track", "--capture-video"])):
+        run_together([([*SMALL_RUN, "--save-model", *extra], d, SCRIPT, None)])
     return dirs
 
 
@@ -202,8 +204,19 @@ RUN_TAGS = ("losses/", "charts/episodic_return", "charts/episodic_length", "char
 def reanalyze_runs(tmp_path_factory):
     """muzero_minatar_reanalyze.py on the small run at reanalyze ratios 0 and 0.5."""
     cwds = {ratio: tmp_path_factory.mktemp(f"reanalyze{ratio}") for ratio in ("0", "0.5")}
-    run_together([([*SMALL_RUN, "--reanalyze-ratio", ratio], d, REANALYZE_SCRIPT, None) for ratio, d in cwds.items()])
+    for ratio, d in cwds.items():  # one after the other, as two_runs
+        run_together([([*SMALL_RUN, "--reanalyze-ratio", ratio], d, REANALYZE_SCRIPT, None)])
     return {ratio: glob.glob(str(d / "runs" / "*"))[0] for ratio, d in cwds.items()}
+
+
+def test_golden_run_muzero_minatar(two_runs, golden):
+    (run_dir,) = glob.glob(str(two_runs[0] / "runs" / "*"))
+    golden("muzero_minatar", ["python", "muzero_minatar.py", *SMALL_RUN, "--save-model"], scalars(run_dir, RUN_TAGS))
+
+
+def test_golden_run_muzero_minatar_reanalyze(reanalyze_runs, golden):
+    golden("muzero_minatar_reanalyze", ["python", "muzero_minatar_reanalyze.py", *SMALL_RUN, "--reanalyze-ratio", "0.5"],
+           scalars(reanalyze_runs["0.5"], RUN_TAGS + ("charts/reanalysed_positions", "reanalyze/")))
 
 
 def test_reanalyze_ratio_0_is_muzero_minatar(two_runs, reanalyze_runs):
@@ -227,10 +240,8 @@ def test_reanalyze_ratio_half_doubles_the_generated_targets(reanalyze_runs):
     assert all(0 <= a <= 160 for a in ages) and ages[-1] > 0
 
 
-def test_reanalyze_ratio_must_leave_frames_to_play(tmp_path):
-    out = run(["--reanalyze-ratio", "1"], tmp_path, timeout=120, script=REANALYZE_SCRIPT)
-    assert out.returncode == 2 and "--reanalyze-ratio" in out.stderr and "Traceback" not in out.stderr
-    assert not os.path.exists(tmp_path / "runs")
+def test_reanalyze_ratio_must_leave_frames_to_play(tmp_path, monkeypatch, capsys):
+    assert_refused(r, ["--reanalyze-ratio", "1"], "--reanalyze-ratio", tmp_path, monkeypatch, capsys)
 
 
 def test_final_replay_ratio_moves_the_updates_per_iteration_along_a_line(tmp_path):
@@ -250,24 +261,19 @@ def test_same_seed_same_logs(two_runs):
 
 
 def test_benchmark_results_step(two_runs, tmp_path):
-    """muzero_tools.py's results step (collect, report, select): the per-game CSV holds the run's evaluation
-    curve; seeds are aggregated in the table; collecting a game and seed again replaces its rows."""
+    """muzero_tools.py's results step (collect, report, select, called in this process): the per-game CSV holds
+    the run's evaluation curve; seeds are aggregated in the table; collecting a game and seed again replaces its rows."""
     import pandas as pd
 
     (run_dir,) = glob.glob(str(two_runs[0] / "runs" / "*"))
     evals = scalars(run_dir, ("charts/eval_episodic_return",))["charts/eval_episodic_return"]
     other_seed = tmp_path / "Breakout__muzero_minatar__4__1"  # the same events, filed as seed 4
     shutil.copytree(run_dir, other_seed)
-    results = os.path.join(os.path.dirname(SCRIPT), "muzero_tools.py")
     out = tmp_path / "out"
     for d, wall, steal in ((run_dir, 60, 0.1), (other_seed, 90, 0.2), (other_seed, 120, 0.3)):
-        done = subprocess.run([sys.executable, results, "collect", "--run-dir", str(d), "--wall-time", str(wall),
-                               "--cpu-steal", str(steal), "--out", str(out)], capture_output=True, text=True,
-                              cwd=os.path.dirname(SCRIPT))
-        assert done.returncode == 0, done.stderr
+        tools.run_collect(tools.Collect(str(d), wall_time=wall, cpu_steal=steal, out=str(out)))
     pd.DataFrame({"env_id": ["Breakout"], "random_return": [0.25]}).to_csv(out / "random.csv", index=False)
-    done = subprocess.run([sys.executable, results, "report", "--out", str(out)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    tools.run_report(tools.Report(str(out)))
 
     curve = pd.read_csv(out / "Breakout.csv")
     assert curve.seed.tolist() == [3, 3, 4, 4]
@@ -281,9 +287,7 @@ def test_benchmark_results_step(two_runs, tmp_path):
     with open(out / "Breakout.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     # select: one seed's rows copied to another folder (the base runs as reanalyze ratio 0)
-    done = subprocess.run([sys.executable, results, "select", "--runs", str(out), "--games", "Breakout", "--seeds", "4",
-                           "--out", str(tmp_path / "picked")], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    tools.run_select(tools.Select(str(out), games=("Breakout",), seeds=(4,), out=str(tmp_path / "picked")))
     for name in ("runs.csv", "Breakout.csv", "Breakout_train.csv"):
         whole = pd.read_csv(out / name)
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "picked" / name), whole[whole.seed == 4].reset_index(drop=True))
@@ -352,7 +356,8 @@ def jax_leaves(tree):
     ("truncate", "--resume"),
     ("other_flags", "--channels"),
 ])
-def test_bad_checkpoints_are_refused_and_nothing_is_touched(killed_and_resumed, tmp_path, damage, named):
+def test_bad_checkpoints_are_refused_and_nothing_is_touched(killed_and_resumed, tmp_path, monkeypatch, capsys, damage,
+                                                           named):
     _, saved = killed_and_resumed
     shutil.copytree(saved, tmp_path / "runs")
     (run_dir,) = glob.glob(str(tmp_path / "runs" / "*"))
@@ -364,9 +369,8 @@ def test_bad_checkpoints_are_refused_and_nothing_is_touched(killed_and_resumed, 
     else:
         flags[flags.index("--channels") + 1] = "16"
     before = file_states(tmp_path)
-    out = run([*flags, "--resume", os.path.relpath(run_dir, tmp_path)], tmp_path, timeout=120)
-    assert out.returncode == 2
-    assert named in out.stderr and "Traceback" not in out.stderr
+    assert_refused(m, [*flags, "--resume", os.path.relpath(run_dir, tmp_path)], named, tmp_path, monkeypatch, capsys,
+                   runs_dir_allowed=True)
     assert file_states(tmp_path) == before  # nothing written, nothing overwritten
 
 

@@ -311,12 +311,16 @@ def test_budget_checks_every_model_before_the_first_evaluation(tmp_path, monkeyp
     ("budget", ["--models", "m", "--simulations", "0", "4"], "--simulations"),
     ("audit", ["--models", "m", "--positions", "0"], "--positions"),
 ])
-def test_bad_tool_flags_exit_2_with_the_flag_named(tmp_path, tool, flags, named):
-    import subprocess
+def test_bad_tool_flags_exit_2_with_the_flag_named(tmp_path, monkeypatch, capsys, tool, flags, named):
+    import runpy
     import sys
 
-    done = subprocess.run([sys.executable, tools.__file__, tool, *flags], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 2 and named in done.stderr, done.stderr
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [tools.__file__, tool, *flags])
+    with pytest.raises(SystemExit) as exit_:  # the command line, in this process
+        runpy.run_path(tools.__file__, run_name="__main__")
+    stderr = capsys.readouterr().err
+    assert exit_.value.code == 2 and named in stderr and "Traceback" not in stderr, stderr
     assert list(tmp_path.iterdir()) == []
 
 
@@ -388,3 +392,20 @@ def test_ablation_report_pairs_a_lever_only_with_reference_runs_of_its_machine_l
     assert [(c[4], c[5], c[7], c[8]) for c in cells] == [
         ("family 25 model 17, avx512", "1, 2, 3", "– → 2.00", "– → 1.00"),  # no reference on this line
         ("not recorded", "1", "16.00 → 4.00", "8.00 → 2.00")]  # the reference's seed 1 only
+
+
+def test_cpu_lines_appends_one_row_per_script_and_draws_every_row(tmp_path):
+    import pandas as pd
+
+    tools.run_cpu_lines(tools.CpuLines(scripts=("muzero_minatar", "muzero_breakthrough"), out=str(tmp_path),
+                                       note="golden tests"))
+    tools.run_cpu_lines(tools.CpuLines(scripts=("muzero_minatar",), identical="no", machine="emulated line",
+                                       out=str(tmp_path), note="losses/total_loss differs"))
+    table = pd.read_csv(tmp_path / "cpu_lines.csv")
+    assert table.script.tolist() == ["muzero_minatar", "muzero_breakthrough", "muzero_minatar"]
+    assert table.machine.tolist() == [tools.machine_line()] * 2 + ["emulated line"]
+    assert table.identical.tolist() == ["yes", "yes", "no"]
+    lines = open(tmp_path / "cpu_lines.md").read().splitlines()
+    assert len(lines) == 2 + 3
+    assert lines[-1].startswith("| `muzero_minatar` | emulated line | no | ") and lines[-1].endswith(
+        " | losses/total_loss differs |")
