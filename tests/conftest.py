@@ -34,9 +34,9 @@ def pytest_addoption(parser):
 @pytest.fixture(scope="session")
 def golden(request):
     """golden(name, command, series) checks a short run's logged values, {tag: [(step, value), ...]}, against
-    tests/golden/{name}.json value for value (the same seed gives the same numbers on every CPU line and
-    install: docs/reproducibility.md); with --update-golden it writes that file, with the machine line and
-    the command that made it."""
+    tests/golden/{name}.json value for value (the same seed and pinned install give the same numbers; which
+    CPU lines agree is in docs/reproducibility.md); with --update-golden it writes that file, with the machine
+    line and the command that made it."""
     update = request.config.getoption("--update-golden")
 
     def check(name: str, command: list[str], series: dict):
