@@ -1,14 +1,12 @@
-"""MuZero for Atari (envpool) in one file: several actor threads, a pmap learner over devices and hosts.
+"""MuZero for Atari (envpool) in one file: muzero_minatar.py with envpool's games and MuZero's down-sampling network.
 
 Read top to bottom: Args (every flag, thesis value in its docstring), the environment bridge with the
 dummy action (MooZi thesis 4.3.1-4.3.3), history stacking and the categorical value transform
 (4.3.4, 2.8.6), the flax networks h, g, f and the projection (4.3.5), the MCTX planner (4.3.6),
 training targets (4.3.7), segment replay with prioritized sampling (4.3.14), loss and update
 (4.3.8-4.3.9), the actor threads and the learner loop (Cleanba: each actor thread acts with parameters
-exactly one version behind the learner, so a run's data is fixed by its seed). Beyond
-muzero_minatar.py: envpool's Atari games, MuZero's down-sampling representation network, one replay
-per actor thread, the update under jax.pmap with gradients averaged by lax.pmean over
---learner-device-ids, and several processes (jax.distributed) forming one data-parallel learner.
+exactly one version behind the learner, so a run's data is fixed by its seed; the update is pmapped over
+--learner-device-ids, and several processes under jax.distributed form one data-parallel learner).
 """
 import copy
 import json
@@ -19,7 +17,7 @@ import random
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Literal, NamedTuple
 
@@ -219,7 +217,7 @@ class Args:
 
     # Devices and hosts (Cleanba / Sebulba split)
     num_actor_threads: int = 1
-    """actor threads per process, each with its own envpool instance and replay"""
+    """actor threads per process, each with its own environments and replay"""
     actor_device_ids: tuple[int, ...] = (0,)
     """indices in jax.local_devices() the actor threads search on (thread i uses the (i mod n)-th; evaluation
     runs on the first)"""
@@ -231,7 +229,7 @@ class Args:
     num_processes: int = 1
     """processes (hosts) in the run; each runs its own actor threads, and all learner devices form one learner"""
     process_id: int = 0
-    """this process's index in [0, --num-processes); process 0 logs, evaluates and saves"""
+    """this process's index in [0, --num-processes); process 0 logs to W&B and evaluates"""
 
 
 def fail(message: str):
@@ -265,7 +263,7 @@ def validate_args(args: Args):
         "num_actor_threads", "num_processes",
         "repr_blocks", "head_hidden", "support_size", "num_simulations", "eval_num_simulations",
         "max_num_considered_actions", "unroll_steps", "td_steps", "buffer_size", "batch_size",
-        "target_update_interval", "eval_interval",
+        "target_update_interval", "eval_interval", "num_actor_threads", "num_processes",
     ]
     for name in positive:
         if getattr(args, name) <= 0:
@@ -299,9 +297,6 @@ def validate_args(args: Args):
     if args.buffer_size < steps_per_iteration:
         fail(f"--buffer-size ({args.buffer_size}) must hold at least one iteration, "
              f"--num-envs x --num-steps x --num-actor-threads x --num-processes = {steps_per_iteration}")
-    if args.batch_size % global_threads(args):
-        fail(f"--batch-size ({args.batch_size}) must split evenly over the {global_threads(args)} actor threads "
-             f"(--num-actor-threads x --num-processes): each thread's replay gives an equal share")
     if args.batch_size > args.buffer_size:
         fail(f"--batch-size ({args.batch_size}) is larger than --buffer-size ({args.buffer_size})")
     if args.learning_starts > args.total_timesteps:
@@ -309,6 +304,9 @@ def validate_args(args: Args):
              f"({args.total_timesteps}): no update would ever run")
     if any(b < 0 for b in args.downsample_blocks):
         fail(f"--downsample-blocks must be non-negative (got {args.downsample_blocks})")
+    if args.batch_size % global_threads(args):
+        fail(f"--batch-size ({args.batch_size}) must split evenly over the {global_threads(args)} actor threads "
+             f"(--num-actor-threads x --num-processes): each thread's replay gives an equal share")
     if not 0 <= args.process_id < args.num_processes:
         fail(f"--process-id must be in [0, --num-processes) = [0, {args.num_processes}) (got {args.process_id})")
     if args.num_processes > 1:
@@ -620,6 +618,11 @@ def make_network(args: Args, num_actions: int) -> MuZeroNet:
                      args.pred_blocks, args.head_hidden, args.support_size, layer_norm=args.layer_norm)
 
 
+def init_params(net: MuZeroNet, args: Args, key):
+    planes = args.history_length * ((1 if args.gray_scale else 3) + net.num_actions)
+    return net.init(key, jnp.zeros((1, args.resolution, args.resolution, planes)), jnp.zeros((1,), jnp.int32))
+
+
 # ---------------------------------------------------------------------------------------------
 # Planner (4.3.6): MCTX search over the learned model. The legal-action mask applies at the root
 # only (MCTX's `invalid_actions`); inside the tree every action, the dummy one included, is open.
@@ -888,7 +891,7 @@ class Replay:
 
 
 # ---------------------------------------------------------------------------------------------
-# Loss and update (4.3.8-4.3.9)
+# Loss and update (4.3.8-4.3.9), pmapped over the learner devices of every process (Cleanba)
 # ---------------------------------------------------------------------------------------------
 class TrainState(NamedTuple):
     params: dict
@@ -918,8 +921,8 @@ def learner_devices(args: Args) -> list:
 def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransformation):
     """One pmapped update over the learner devices of all processes. Each device trains on its share of the
     batch; lax.pmean averages the gradients, so every device (and process) applies the gradient of the whole
-    batch and keeps the same parameters. Inputs and the state carry a leading axis of this process's
-    learner devices."""
+    batch and keeps the same parameters. The state and the returned metrics carry a leading axis of this
+    process's learner devices; the window and weights are this process's share of the batch, (B/P, ...)."""
     K, S = args.unroll_steps, args.support_size
     targets_fn = jax.vmap(partial(compute_targets, history_length=args.history_length, unroll_steps=K,
                                   td_steps=args.td_steps, gamma=args.gamma))
@@ -996,7 +999,6 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
     n = len(args.learner_device_ids)
 
     def split_update(state: TrainState, window: dict, weights: np.ndarray):
-        """window, weights: this process's share of the batch; each local learner device gets an equal part."""
         window, weights = jax.tree.map(lambda x: x.reshape(n, -1, *x.shape[1:]), (window, weights))
         return update(state, window, weights)
 
@@ -1009,8 +1011,7 @@ def replicate(tree, args: Args):
 
 
 def unreplicate(tree):
-    """The first learner device's copy (all copies are equal), on the host: the actor threads and
-    evaluation put it on their own devices."""
+    """The first learner device's copy (all are equal), on the host."""
     return jax.tree.map(lambda x: np.asarray(x[0]), tree)
 
 
@@ -1027,8 +1028,14 @@ def add_with_priorities(replay: Replay, segments: dict, priority_fn):
     replay.add(segments, np.asarray(priority_fn(windows)).reshape(n, S))
 
 
+def sample_batch(replays: list, batch_size: int):
+    """This process's share of a batch: an equal part from each actor thread's replay, in thread order."""
+    shares = [replay.sample(batch_size // len(replays)) for replay in replays]
+    return {k: np.concatenate([b[k] for b, _ in shares]) for k in shares[0][0]}, np.concatenate([w for _, w in shares])
+
+
 # ---------------------------------------------------------------------------------------------
-# Actor thread (Cleanba): acts with parameters exactly one version behind the learner.
+# Actor threads (Cleanba): each acts with parameters exactly one version behind the learner.
 # ---------------------------------------------------------------------------------------------
 class Rollout(NamedTuple):
     segments: dict  # the fields of empty_segments, (num_envs, L + S + K + N, ...)
@@ -1066,14 +1073,23 @@ def queue_put(q: queue.Queue, item, other_alive):
                 raise Stopped
 
 
-def actor_loop(args: Args, thread: int, act_fn, params, pending_params: list, params_queue: queue.Queue,
+def checkpoint_due(args: Args, iteration: int, num_iterations: int) -> bool:
+    """A checkpoint is written after the iterations whose steps cross a multiple of --checkpoint-interval
+    (not after the last one: the run is then complete)."""
+    if not args.checkpoint_interval or iteration >= num_iterations:
+        return False
+    steps = args.num_envs * args.num_steps * global_threads(args)
+    return iteration * steps // args.checkpoint_interval > (iteration - 1) * steps // args.checkpoint_interval
+
+
+def actor_loop(args: Args, thread: int, act_fn, pending_params: list, params_queue: queue.Queue,
                rollout_queue: queue.Queue, learner_alive, first_iteration: int, num_iterations: int, key,
                snapshot: dict | None = None):
-    """Actor thread `thread` of this process. Plays iterations first_iteration .. num_iterations.
-    Iteration k acts with the parameters the learner put after its iteration k-2 (the initial ones for
-    k <= 2): `params` for the first one, then `pending_params` (a fresh run: [initial]; a resumed one: the
-    checkpoint's), then the queue. `snapshot` (from a checkpoint) restores segments and key; envpool cannot
-    save an emulator, so a resumed thread starts new games (seeded by the iteration it resumes at)."""
+    """Actor thread `thread` of this process: plays iterations first_iteration .. num_iterations. Iteration k
+    acts with the parameters the learner put after its iteration k-2 (the initial ones for k <= 2): those
+    in `pending_params` (a fresh run: [initial, initial]; a resumed one: the checkpoint's), then the queue's.
+    `snapshot` (from a checkpoint) restores segments and key; envpool cannot save an emulator, so a resumed
+    thread starts new games (seeded by the iteration it resumes at)."""
     device = jax.local_devices()[args.actor_device_ids[thread % len(args.actor_device_ids)]]
     g = args.process_id * args.num_actor_threads + thread  # the thread's index among all processes' threads
     try:
@@ -1089,16 +1105,12 @@ def actor_loop(args: Args, thread: int, act_fn, params, pending_params: list, pa
                 segments = empty_segments(n, span, envs.obs_shape, envs.num_actions)
             else:
                 segments, key = snapshot["segments"], snapshot["key"]
-            params = jax.device_put(params, device)
             put_wait = 0.0
             for iteration in range(first_iteration, num_iterations + 1):
                 start = time.time()
-                params_wait = 0.0
-                if iteration > first_iteration:
-                    t0 = time.time()
-                    next_params = pending_params.pop(0) if pending_params else queue_get(params_queue, learner_alive)
-                    params = jax.device_put(next_params, device)
-                    params_wait = time.time() - t0
+                params = pending_params.pop(0) if pending_params else queue_get(params_queue, learner_alive)
+                params = jax.device_put(params, device)
+                params_wait = time.time() - start
                 for k in segments:
                     segments[k] = np.roll(segments[k], -S, axis=1)
                 returns, lengths, root_values, entropies = [], [], [], []
@@ -1135,13 +1147,18 @@ def actor_loop(args: Args, thread: int, act_fn, params, pending_params: list, pa
             pass
 
 
-def checkpoint_due(args: Args, iteration: int, num_iterations: int) -> bool:
-    """A checkpoint is written after the iterations whose steps cross a multiple of --checkpoint-interval
-    (not after the last one: the run is then complete)."""
-    if not args.checkpoint_interval or iteration >= num_iterations:
-        return False
-    steps = args.num_envs * args.num_steps * global_threads(args)
-    return iteration * steps // args.checkpoint_interval > (iteration - 1) * steps // args.checkpoint_interval
+def collect(rollout_queues: list, actors: list) -> list:
+    """One rollout from each actor thread, in thread order (the data a run sees does not depend on which
+    thread is first); an actor's error is raised here."""
+    rollouts = []
+    for t, (q, actor) in enumerate(zip(rollout_queues, actors)):
+        try:
+            rollouts.append(queue_get(q, actor.is_alive))
+        except Stopped:
+            raise RuntimeError(f"actor thread {t} ended without handing over a rollout or an error")
+        if isinstance(rollouts[t], BaseException):
+            raise RuntimeError(f"actor thread {t} failed") from rollouts[t]
+    return rollouts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1151,6 +1168,18 @@ CHECKPOINT_FILE = "checkpoint.pkl"
 # flags that do not change what a run computes: a resumed run may set them differently
 RESUME_FREE_FLAGS = {"resume", "track", "wandb_project_name", "wandb_entity", "capture_video", "save_model",
                      "log_interval", "checkpoint_interval", "coordinator_address"}
+
+
+@dataclass
+class Progress:
+    """The learner's counters, kept in checkpoints."""
+    next_eval: int
+    iteration: int = 0
+    sample_credit: float = 0.0  # samples owed to the learner by the steps played so far
+    num_updates: int = 0
+    eval_summary: str = "eval_return=nan"  # the last evaluation, for the console
+    train_returns: list = field(default_factory=list)  # the last 20 training episodes' returns
+    metrics: dict = field(default_factory=dict)  # the last update's losses/*
 
 
 class CheckpointUnpickler(pickle.Unpickler):
@@ -1198,6 +1227,17 @@ def read_checkpoint(args: Args) -> dict:
             f"--{k.replace('_', '-')} {saved.get(k)!r} (this command: {given[k]!r})" for k in differ)
             + "; resume with the run's own flags")
     return checkpoint
+
+
+def save_checkpoint(writer: SummaryWriter, run_dir: str, payload: dict, global_step: int) -> SummaryWriter:
+    """Writes `payload` to the run's checkpoint once every event up to this step is on disk (tensorboardX's
+    flush() does not wait for its queue, close() does); the run goes on in a new events file, returned."""
+    start = time.time()
+    writer.close()
+    writer = SummaryWriter(run_dir, filename_suffix=f".{payload['progress'].iteration}")
+    write_checkpoint(os.path.join(run_dir, CHECKPOINT_FILE), payload)
+    writer.add_scalar("stats/checkpoint_time", time.time() - start, global_step)
+    return writer
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1292,7 +1332,7 @@ def load_model(path: str):
     """Returns (args, network, params) saved by --save-model."""
     with open(path + ".json") as f:
         args = Args(**json.load(f))
-    net = make_network(args, num_actions(args))
+    net = make_network(args, AtariVecEnv(args, 1, 0, episodic_life=False).num_actions)
     template = init_params(net, args, jax.random.PRNGKey(0))
     with open(path, "rb") as f:
         params = flax.serialization.from_bytes(template, f.read())
@@ -1307,211 +1347,185 @@ def evaluate(model_path: str, eval_episodes: int = 10, seed: int = 0):
     return returns
 
 
-def num_actions(args: Args) -> int:
-    """|A^a|: the game's minimal action set + the dummy action."""
-    return envpool.make_spec(args.env_id).action_space.n + 1
-
-
-def init_params(net: MuZeroNet, args: Args, key):
-    planes = args.history_length * ((1 if args.gray_scale else 3) + net.num_actions)
-    return net.init(key, jnp.zeros((1, args.resolution, args.resolution, planes)), jnp.zeros((1,), jnp.int32))
+def log_evaluation(writer: SummaryWriter, eval_act_fn, params, args: Args, iteration: int, global_step: int,
+                   run_name: str) -> str:
+    """Plays --eval-episodes episodes (seeded by the iteration), logs charts/eval_*, saves the first as an
+    annotated GIF with --capture-video; returns the result for the console."""
+    returns, lengths, recording = evaluate_policy(eval_act_fn, params, args, args.eval_episodes, (args.seed, 1, iteration),
+                                                  record=args.capture_video)
+    writer.add_scalar("charts/eval_episodic_return", float(np.mean(returns)), global_step)
+    writer.add_scalar("charts/eval_episodic_length", float(np.mean(lengths)), global_step)
+    if args.capture_video:
+        save_gif(recording, f"videos/{run_name}/eval_{global_step}.gif")
+    return f"eval_return={np.mean(returns):.2f}"
 
 
 # ---------------------------------------------------------------------------------------------
 # Learner (main thread)
 # ---------------------------------------------------------------------------------------------
-def main(args: Args):
-    validate_args(args)
-    if args.num_processes > 1:  # before anything touches a device
-        jax.distributed.initialize(args.coordinator_address, args.num_processes, args.process_id)
-    validate_devices(args)
-    checkpoint = read_checkpoint(args) if args.resume else None
+def open_run(args: Args, checkpoint: dict | None, steps_per_iteration: int, num_iterations: int):
+    """The run's name, this process's directory and TensorBoard writer, and the W&B run id (process 0 tracks).
+    A resumed run goes on in its directory and stream: events logged after its checkpoint are dropped
+    (purge_step), so the stream reads as one uninterrupted run."""
     if checkpoint is None:
         started = int(time.time())
         if args.num_processes > 1:  # one run name in every process: process 0's clock
             started = int(multihost_utils.broadcast_one_to_all(np.int32(started)))
         run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{started}"
+        run_dir = process_dir(f"runs/{run_name}", args)
     else:
         run_name = os.path.basename(os.path.normpath(args.resume))
-    run_dir = process_dir(f"runs/{run_name}", args)
-    lead = args.process_id == 0  # logs to W&B and evaluates
+        run_dir = process_dir(os.path.normpath(args.resume), args)
     wandb_id = checkpoint["wandb_id"] if checkpoint else None
-    if args.track and lead:
+    if args.track and args.process_id == 0:
         import wandb
 
         wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
                    config=vars(args), name=run_name, save_code=True, id=wandb_id, resume="allow")
         wandb_id = wandb.run.id  # kept in checkpoints: a resumed run continues the same W&B run
-    # a resumed run continues the same TensorBoard stream: events the stopped run logged after its
-    # checkpoint are dropped (purge_step), so the stream reads as one uninterrupted run
-    steps_per_iteration = args.num_envs * args.num_steps * global_threads(args)
-    resumed_at = checkpoint["iteration"] * steps_per_iteration if checkpoint else 0  # agent steps
+    resumed_at = checkpoint["progress"].iteration * steps_per_iteration if checkpoint else 0  # environment steps
     # made here, not by SummaryWriter: its check-then-makedirs races with process 1 making run_dir/process_1
     os.makedirs(run_dir, exist_ok=True)
     writer = SummaryWriter(run_dir, purge_step=resumed_at + 1 if checkpoint else None)
     if checkpoint is None:
         writer.add_text("hyperparameters", "|param|value|\n|-|-|\n%s" % "\n".join(
             [f"|{key}|{value}|" for key, value in vars(args).items()]))
+    updates = [f"{replay_ratio_at(args, s) * steps_per_iteration / args.batch_size:g}" for s in (0, args.total_timesteps)]
     print(f"run: {run_dir}{' (resumed at step %d)' % resumed_at if checkpoint else ''}\n"
-          f"watch it: tensorboard --logdir runs", flush=True)
+          f"watch it: tensorboard --logdir runs\n"
+          f"compiling the acting and update functions (about a minute on a 2-core CPU); then "
+          f"{' -> '.join(dict.fromkeys(updates))} updates per actor iteration of "
+          f"{steps_per_iteration} steps, {num_iterations} iterations, a progress line every {args.log_interval:g} s",
+          flush=True)
+    return run_name, run_dir, writer, wandb_id
+
+
+def log_iteration(writer: SummaryWriter, p: Progress, rollouts: list, replays: list, global_step: int,
+                  elapsed: float, waits: dict, console: bool):
+    """The iteration's charts/, losses/ and stats/ (the docs page lists them) and, if `console`, a progress line."""
+    for rollout in rollouts:
+        for ret, length in zip(rollout.episode_returns, rollout.episode_lengths):
+            writer.add_scalar("charts/episodic_return", ret, global_step)
+            writer.add_scalar("charts/episodic_length", length, global_step)
+    scalars = {k: float(v[0]) for k, v in p.metrics.items()}  # pmean'd: the same on every learner device
+    scalars.update({"charts/SPS": int(global_step / elapsed), "charts/num_updates": p.num_updates,
+                    "charts/root_value": np.mean([r.root_value for r in rollouts]),
+                    "charts/policy_entropy": np.mean([r.policy_entropy for r in rollouts]),
+                    **{f"stats/{k}": v for k, v in waits.items()},
+                    "stats/replay_size": sum(r.num_trainable for r in replays)})
+    for t, rollout in enumerate(rollouts):  # each actor thread's own (thread 0's with no suffix)
+        suffix = f"_thread{t}" if t else ""
+        scalars.update({f"stats/actor_params_queue_wait{suffix}": rollout.params_wait,
+                        f"stats/actor_rollout_queue_put_wait{suffix}": rollout.put_wait,
+                        f"stats/actor_time{suffix}": rollout.actor_time})
+    for k, v in scalars.items():
+        writer.add_scalar(k, v, global_step)
+    if console:
+        mean_ret = np.mean(p.train_returns) if p.train_returns else float("nan")
+        print(f"step={global_step} SPS={int(global_step / elapsed)} updates={p.num_updates} "
+              f"train_return={mean_ret:.2f} {p.eval_summary} loss={scalars.get('losses/total_loss', np.nan):.3f} "
+              f"waits: learner={waits['learner_rollout_queue_wait']:.2f}s actor={rollouts[0].params_wait:.2f}s", flush=True)
+
+
+def main(args: Args):
+    validate_args(args)
+    if args.num_processes > 1:  # before anything touches a device
+        jax.distributed.initialize(args.coordinator_address, args.num_processes, args.process_id)
+    validate_devices(args)
+    checkpoint = read_checkpoint(args) if args.resume else None
+    T, G = args.num_actor_threads, global_threads(args)
+    threads = range(args.process_id * T, (args.process_id + 1) * T)  # this process's actor threads among all
+    steps_per_iteration = args.num_envs * args.num_steps * G
+    num_iterations = args.total_timesteps // steps_per_iteration
+    run_name, run_dir, writer, wandb_id = open_run(args, checkpoint, steps_per_iteration, num_iterations)
+    model_path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
     random.seed(args.seed)
     np.random.seed(args.seed)
-    key = jax.random.PRNGKey(args.seed)
-    key, net_key, actor_key = jax.random.split(key, 3)
-    T = args.num_actor_threads
-    actor_keys = [jax.random.fold_in(actor_key, args.process_id * T + t) for t in range(T)]
+    _, net_key, *actor_keys = jax.random.split(jax.random.PRNGKey(args.seed), 2 + G)
 
-    net = make_network(args, num_actions(args))
+    # the agent: network, planners, update, and a replay for each actor thread (seeded by the thread's index)
+    probe = AtariVecEnv(args, 1, args.seed, episodic_life=False)
+    net = make_network(args, probe.num_actions)
     params = init_params(net, args, net_key)  # the same in every process: one seed
     optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
-    state = TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
-    actor_device = jax.local_devices()[args.actor_device_ids[0]]
     train_planner, test_planner = planner_configs(args)
     act_fn = make_act_fn(net, train_planner, args.gamma)
     eval_act_fn = make_act_fn(net, test_planner, args.gamma, keep_tree=args.capture_video)
     update_fn = make_update_fn(net, args, optimizer)
     priority_fn = make_priority_fn(args)
+    actor_device = jax.local_devices()[args.actor_device_ids[0]]  # evaluation runs there too
+    replays = [Replay(args.buffer_size // G // args.num_steps, args.num_steps, args.history_length,
+                      args.unroll_steps + args.td_steps, probe.obs_shape, probe.num_actions, args.sampling,
+                      args.priority_exponent, args.priority_epsilon, (args.seed, g), args.importance_exponent)
+               for g in threads]
 
-    L, S = args.history_length, args.num_steps
-    lookahead = args.unroll_steps + args.td_steps
-    obs_shape = (args.resolution, args.resolution, 1 if args.gray_scale else 3)
-    replays = [Replay(args.buffer_size // global_threads(args) // S, S, L, lookahead, obs_shape, net.num_actions,
-                      args.sampling, args.priority_exponent, args.priority_epsilon, (args.seed, args.process_id * T + t),
-                      args.importance_exponent) for t in range(T)]  # one per actor thread, seeded by its index
-    num_iterations = args.total_timesteps // steps_per_iteration
-
-    # learner counters, and the parameters the actor acts with at its next two iterations (Cleanba:
-    # iteration k uses those put after the learner's iteration k-2; the initial ones for k <= 2)
-    progress = dict(iteration=0, sample_credit=0.0, num_updates=0, next_eval=args.eval_interval,
-                    eval_return=float("nan"), train_returns=[], metrics={})
-    acting_params = [state.params, state.params]
-    snapshots = [None] * T
-    state = replicate(state, args)
+    # the learner's state, and the actors' parameters for their next two iterations (Cleanba: iteration k
+    # acts with those the learner put after its iteration k-2, the initial ones for k <= 2)
+    p, state = Progress(args.eval_interval), TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
+    acting_params, snapshots = [params, params], [None] * T
     if checkpoint is not None:
-        state = checkpoint["train_state"]
-        for replay, replay_state in zip(replays, checkpoint["replay"]):
-            replay.load_state(replay_state)
-        progress = {k: checkpoint[k] for k in progress}
-        acting_params, snapshots = checkpoint["acting_params"], checkpoint["actor"]
-
+        p, state, acting_params, snapshots = (checkpoint[k] for k in ("progress", "train_state", "acting_params", "actor"))
+        for replay, saved in zip(replays, checkpoint["replay"]):
+            replay.load_state(saved)
+    state = replicate(state, args)
     learner_done = threading.Event()  # set when main returns or raises: the actors then stop waiting
-    params_queues = [queue.Queue(maxsize=1) for _ in range(T)]
-    rollout_queues = [queue.Queue(maxsize=1) for _ in range(T)]
+    params_queues, rollout_queues = ([queue.Queue(maxsize=1) for _ in threads] for _ in range(2))
     actors = [threading.Thread(target=actor_loop, daemon=True, args=(
-        args, t, act_fn, acting_params[0], acting_params[1:], params_queues[t], rollout_queues[t],
-        lambda: not learner_done.is_set(),
-        progress["iteration"] + 1, num_iterations, actor_keys[t], snapshots[t])) for t in range(T)]
+        args, t, act_fn, list(acting_params), params_queues[t], rollout_queues[t], lambda: not learner_done.is_set(),
+        p.iteration + 1, num_iterations, actor_keys[g], snapshots[t])) for t, g in enumerate(threads)]
     for actor in actors:
         actor.start()
-    updates = [f"{replay_ratio_at(args, s) * steps_per_iteration / args.batch_size:g}" for s in (0, args.total_timesteps)]
-    print(f"compiling the acting and update functions (about a minute on a 2-core CPU); then "
-          f"{' -> '.join(dict.fromkeys(updates))} updates per actor iteration of "
-          f"{steps_per_iteration} steps, {num_iterations} iterations, a progress line every {args.log_interval:g} s",
-          flush=True)
 
-    start_time = time.time()
-    last_log = start_time
-    p = progress
+    start_time = last_log = time.time()
     try:
-        for iteration in range(p["iteration"] + 1, num_iterations + 1):
-            t0 = time.time()
-            rollouts = []
-            for t in range(T):  # in thread order: the data a run sees does not depend on which thread is first
-                try:
-                    rollouts.append(queue_get(rollout_queues[t], actors[t].is_alive))
-                except Stopped:
-                    raise RuntimeError(f"actor thread {t} ended without handing over a rollout or an error")
-                if isinstance(rollouts[t], BaseException):
-                    raise RuntimeError(f"actor thread {t} failed") from rollouts[t]
-            rollout_wait = time.time() - t0
-            learn_start = time.time()
+        for iteration in range(p.iteration + 1, num_iterations + 1):
             global_step = iteration * steps_per_iteration
+            # 1. collect: a rollout from every actor thread, into its replay
+            t0 = time.time()
+            rollouts = collect(rollout_queues, actors)
+            learn_start = time.time()
             for replay, rollout in zip(replays, rollouts):
                 add_with_priorities(replay, rollout.segments, priority_fn)
-
-            for rollout in rollouts:
-                for ret, length in zip(rollout.episode_returns, rollout.episode_lengths):
-                    writer.add_scalar("charts/episodic_return", ret, global_step)
-                    writer.add_scalar("charts/episodic_length", length, global_step)
-                p["train_returns"] = (p["train_returns"] + rollout.episode_returns)[-20:]
-
-            # every thread's replay fills alike, in every process: all processes start updating together
-            if replays[0].num_trainable * global_threads(args) >= args.learning_starts:
-                p["sample_credit"] += replay_ratio_at(args, global_step) * steps_per_iteration
-                while p["sample_credit"] >= args.batch_size:
-                    p["sample_credit"] -= args.batch_size
-                    shares = [replay.sample(args.batch_size // global_threads(args)) for replay in replays]
-                    batch = {k: np.concatenate([b[k] for b, _ in shares]) for k in shares[0][0]}
-                    weights = np.concatenate([w for _, w in shares])
-                    state, metrics = update_fn(state, batch, weights)
-                    p["metrics"] = unreplicate(metrics)  # pmean'd: the same on every device
-                    p["num_updates"] += 1
+                p.train_returns = (p.train_returns + rollout.episode_returns)[-20:]
+            # 2. train: --replay-ratio samples per step played (every replay fills alike, in every process: all
+            # processes update together)
+            if replays[0].num_trainable * G >= args.learning_starts:
+                p.sample_credit += replay_ratio_at(args, global_step) * steps_per_iteration
+                while p.sample_credit >= args.batch_size:
+                    p.sample_credit -= args.batch_size
+                    state, p.metrics = update_fn(state, *sample_batch(replays, args.batch_size // args.num_processes))
+                    p.num_updates += 1
             jax.block_until_ready(state)  # so that the timings below measure the work, not its dispatch
+            # 3. hand the parameters to the actors: their iteration + 2 acts with them
             t1 = time.time()
             params = unreplicate(state.params)
-            if iteration <= num_iterations - 2:  # the actors' iteration i + 2 acts with these parameters
-                for t in range(T):
-                    try:
-                        queue_put(params_queues[t], params, actors[t].is_alive)
-                    except Stopped:
-                        pass  # the actor has ended: the next rollout_queue read reports why
+            for q, actor in zip(params_queues, actors) if iteration <= num_iterations - 2 else ():
+                try:
+                    queue_put(q, params, actor.is_alive)
+                except Stopped:
+                    pass  # the actor has ended: the next collect() says why
             acting_params = [acting_params[1], params]
-            params_put_wait = time.time() - t1
-            learn_time = time.time() - learn_start
-
-            for k, v in p["metrics"].items():
-                writer.add_scalar(k, float(v), global_step)
-            writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
-            writer.add_scalar("charts/num_updates", p["num_updates"], global_step)
-            writer.add_scalar("charts/root_value", np.mean([r.root_value for r in rollouts]), global_step)
-            writer.add_scalar("charts/policy_entropy", np.mean([r.policy_entropy for r in rollouts]), global_step)
-            writer.add_scalar("stats/learner_rollout_queue_wait", rollout_wait, global_step)
-            writer.add_scalar("stats/learner_params_queue_put_wait", params_put_wait, global_step)
-            writer.add_scalar("stats/learner_time", learn_time, global_step)
-            for t, rollout in enumerate(rollouts):  # each actor thread's own (thread 0's with no suffix)
-                suffix = f"_thread{t}" if t else ""
-                writer.add_scalar(f"stats/actor_params_queue_wait{suffix}", rollout.params_wait, global_step)
-                writer.add_scalar(f"stats/actor_rollout_queue_put_wait{suffix}", rollout.put_wait, global_step)
-                writer.add_scalar(f"stats/actor_time{suffix}", rollout.actor_time, global_step)
-            writer.add_scalar("stats/replay_size", sum(r.num_trainable for r in replays), global_step)
-
-            if lead and args.eval_episodes and (global_step >= p["next_eval"] or iteration == num_iterations):
-                p["next_eval"] += args.eval_interval
-                returns, lengths, recording = evaluate_policy(
-                    eval_act_fn, jax.device_put(params, actor_device), args, args.eval_episodes,
-                    (args.seed, 1, iteration), record=args.capture_video)
-                p["eval_return"] = float(np.mean(returns))
-                writer.add_scalar("charts/eval_episodic_return", p["eval_return"], global_step)
-                writer.add_scalar("charts/eval_episodic_length", float(np.mean(lengths)), global_step)
-                if args.capture_video:
-                    save_gif(recording, f"videos/{run_name}/eval_{global_step}.gif")
-
-            p["iteration"] = iteration
-            if rollouts[0].snapshot is not None:  # checkpoint_due(iteration): the actors sent their state
-                t1 = time.time()
-                # every event up to this step must be on disk before the checkpoint says so: tensorboardX's
-                # flush() does not wait for its queue, close() does; the run goes on in a new events file
-                writer.close()
-                writer = SummaryWriter(run_dir, filename_suffix=f".{iteration}")
-                write_checkpoint(os.path.join(run_dir, CHECKPOINT_FILE), {
-                    "args": asdict(args), "wandb_id": wandb_id, **copy.deepcopy(jax.device_get(p)),
-                    "train_state": jax.device_get(state), "replay": [r.state() for r in replays],
-                    "acting_params": jax.device_get(acting_params), "actor": [r.snapshot for r in rollouts]})
-                writer.add_scalar("stats/checkpoint_time", time.time() - t1, global_step)
-
-            if time.time() - last_log >= args.log_interval or iteration == num_iterations:
-                last_log = time.time()
-                mean_ret = np.mean(p["train_returns"]) if p["train_returns"] else float("nan")
-                print(f"step={global_step} SPS={int(global_step / (last_log - start_time))} "
-                      f"updates={p['num_updates']} train_return={mean_ret:.2f} eval_return={p['eval_return']:.2f} "
-                      f"loss={float(p['metrics'].get('losses/total_loss', np.nan)):.3f} "
-                      f"waits: learner={rollout_wait:.2f}s actor={rollouts[0].params_wait:.2f}s", flush=True)
+            waits = dict(learner_rollout_queue_wait=learn_start - t0, learner_params_queue_put_wait=time.time() - t1,
+                         learner_time=time.time() - learn_start)
+            # 4. evaluate (process 0), 5. log, 6. checkpoint (the actors sent their state with this rollout)
+            if args.process_id == 0 and args.eval_episodes and (global_step >= p.next_eval or iteration == num_iterations):
+                p.next_eval += args.eval_interval
+                p.eval_summary = log_evaluation(writer, eval_act_fn, jax.device_put(params, actor_device), args,
+                                                iteration, global_step, run_name)
+            console = time.time() - last_log >= args.log_interval or iteration == num_iterations
+            last_log = time.time() if console else last_log
+            log_iteration(writer, p, rollouts, replays, global_step, time.time() - start_time, waits, console)
+            p.iteration = iteration
+            if rollouts[0].snapshot is not None:
+                writer = save_checkpoint(writer, run_dir, dict(
+                    args=asdict(args), wandb_id=wandb_id, progress=replace(p, metrics=jax.device_get(p.metrics)),
+                    train_state=unreplicate(state), replay=[r.state() for r in replays],
+                    acting_params=jax.device_get(acting_params), actor=[r.snapshot for r in rollouts]), global_step)
     except BaseException:
         # a late error must not lose what the run trained: save the parameters it has, then stop
-        if args.save_model and p["num_updates"]:
-            model_path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
-            save_model(model_path, args, jax.device_get(unreplicate(state.params)))
-            print(f"stopped by an error; the parameters after {p['num_updates']} updates are saved to {model_path}",
+        if args.save_model and p.num_updates:
+            save_model(model_path, args, unreplicate(state.params))
+            print(f"stopped by an error; the parameters after {p.num_updates} updates are saved to {model_path}",
                   file=sys.stderr, flush=True)
         raise
     finally:
@@ -1520,16 +1534,16 @@ def main(args: Args):
 
     for actor in actors:
         actor.join()
-    state = unreplicate(state)
     if args.save_model:  # every process its own copy (the same parameters): a host's run directory is complete
-        model_path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
-        save_model(model_path, args, state.params)
+        save_model(model_path, args, unreplicate(state.params))
         print(f"model saved to {model_path}")
-    if args.track and lead:
+    if args.track and args.process_id == 0:
+        import wandb
+
         wandb.finish()
     if args.num_processes > 1:  # every process through the shutdown barrier here, its work done, not at interpreter
         jax.distributed.shutdown()  # exit (process 0 hosts the coordination service the others report to)
-    return state
+    return unreplicate(state)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ function gets to the machine's float32 matmul peak.
     python benchmark/muzero_minatar_speed.py            # every setting, ~20 min on 2 cores
     python benchmark/muzero_minatar_speed.py --settings default sebulba
     python benchmark/muzero_minatar_speed.py --compare 95a9662 --repeats 3   # old commit vs working tree
+    python benchmark/muzero_minatar_speed.py --compare 95a9662 --end-to-end  # ... and a short run of each
 
 `--checkpoint-cost` runs the default configuration for --iterations actor iterations with a checkpoint
 after each one and writes {out}/checkpoint_cost.json and .md: the checkpoint's size and the time one
@@ -50,8 +51,8 @@ SETTINGS = {  # name: (forced host devices, Args overrides)
     "num_envs=64": (1, {"num_envs": 64}),
     "num_simulations=16": (1, {"num_simulations": 16}),
     "batch_size=512": (1, {"batch_size": 512}),
-    "sebulba": (2, {"actor_device_id": 1, "learner_device_ids": (0,)}),
-    "sebulba, 2 learner devices": (2, {"actor_device_id": 1, "learner_device_ids": (0, 1)}),
+    "sebulba": (2, {"actor_device_ids": (1,), "learner_device_ids": (0,)}),
+    "sebulba, 2 learner devices": (2, {"actor_device_ids": (1,), "learner_device_ids": (0, 1)}),
 }
 
 
@@ -108,6 +109,24 @@ def short_run(m, run_args):
         yield run_dir
 
 
+def make_update(m, net, args, optimizer, params):
+    """The script's update and its state on the learner devices, and the same on the first learner device alone
+    (for FLOP counts: splitting the batch adds only the gradient all-reduce). Scripts from before the pmap
+    learner (--compare with an older commit) jit the update over a mesh instead."""
+    import jax
+    import jax.numpy as jnp
+
+    state = m.TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
+    if not hasattr(m, "learner_mesh"):
+        one = m.Args(**{**vars(args), "learner_device_ids": args.learner_device_ids[:1]})
+        return (m.make_update_fn(net, args, optimizer), m.replicate(state, args),
+                (m.make_update_fn(net, one, optimizer), m.replicate(state, one)))
+    mesh, one_mesh = m.learner_mesh(args.learner_device_ids), m.learner_mesh(args.learner_device_ids[:1])
+    return (m.make_update_fn(net, args, optimizer, mesh),
+            jax.device_put(state, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())),
+            (m.make_update_fn(net, args, optimizer, one_mesh), jax.device_put(state, jax.local_devices()[0])))
+
+
 def cpu_ticks() -> tuple[int, int]:
     """(steal, total) CPU ticks of the machine since boot, from /proc/stat."""
     with open("/proc/stat") as f:
@@ -139,7 +158,7 @@ def measure(name: str, iterations: int, warmup: int, source: str | None = None, 
     env = m.MinAtarVecEnv(args.env_id, args.num_envs, args.seed, args.sticky_action_prob)
     net = m.make_network(args, env.num_actions)
     params = m.init_params(net, args, jax.random.PRNGKey(0))
-    actor_device = jax.local_devices()[args.actor_device_id]
+    actor_device = jax.local_devices()[args.actor_device_ids[0] if hasattr(args, "actor_device_ids") else args.actor_device_id]
 
     # acting, on the actor's device
     train_planner, _ = m.planner_configs(args)
@@ -166,10 +185,7 @@ def measure(name: str, iterations: int, warmup: int, source: str | None = None, 
 
     # learning, on the learner's devices, from a replay filled with played steps
     optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
-    mesh = m.learner_mesh(args.learner_device_ids)
-    train_state = jax.device_put(m.TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32)),
-                                 jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()))
-    update = m.make_update_fn(net, args, optimizer, mesh)
+    update, train_state, one_device_update = make_update(m, net, args, optimizer, params)
     L, S = args.history_length, args.num_steps
     replay = m.Replay(args.buffer_size // S, S, L, args.unroll_steps + args.td_steps, env.obs_shape,
                       env.num_actions, "uniform", 1.0, 1e-3, 0)
@@ -193,10 +209,7 @@ def measure(name: str, iterations: int, warmup: int, source: str | None = None, 
         return holder["state"]
 
     update_time = best_time(one_update, 10)
-    # FLOPs of the same update on one device (splitting the batch adds only the gradient all-reduce)
-    one_device = m.learner_mesh(args.learner_device_ids[:1])
-    update_flops = flops_of(jax.jit(m.make_update_fn(net, args, optimizer, one_device)),
-                            jax.device_put(train_state, jax.local_devices()[args.learner_device_ids[0]]), batch, weights)
+    update_flops = flops_of(jax.jit(one_device_update[0]), one_device_update[1], batch, weights)
     result["learner"] = {"samples_per_s": args.batch_size / update_time, "ms_per_update": 1e3 * update_time,
                          "gflop_per_update": update_flops / 1e9, "gflops": update_flops / update_time / 1e9,
                          "share_of_peak": update_flops / update_time / peak}
@@ -252,9 +265,11 @@ def write_report(results: list, out: str, meta: dict):
     write_markdown(os.path.join(out, "speed.md"), rows)
 
 
-def compare(rev: str, repeats: int, out: str, meta: dict, batch_size: int | None = None):
-    """Learner and acting speed of muzero_minatar.py at `rev` and in the working tree, alternating; each at
-    its own default batch size, or both at `batch_size`."""
+def compare(rev: str, repeats: int, out: str, meta: dict, batch_size: int | None = None, end_to_end: bool = False,
+            iterations: int = 6, warmup: int = 2):
+    """Learner and acting speed (and with `end_to_end` the environment steps/s of a short run) of
+    muzero_minatar.py at `rev` and in the working tree, alternating; each at its own default batch size, or
+    both at `batch_size`."""
     from muzero_tools import REPO, write_markdown
 
     with tempfile.TemporaryDirectory() as old_dir:
@@ -267,7 +282,8 @@ def compare(rev: str, repeats: int, out: str, meta: dict, batch_size: int | None
         for r in range(repeats):
             for name, source in sources.items():
                 env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
-                one = [sys.executable, __file__, "--one", "default", "--source", source, "--parts-only"]
+                one = [sys.executable, __file__, "--one", "default", "--source", source, "--iterations",
+                       str(iterations), "--warmup", str(warmup)] + ([] if end_to_end else ["--parts-only"])
                 if batch_size is not None:
                     one += ["--compare-batch-size", str(batch_size)]
                 done = subprocess.run(one, env=env, capture_output=True, text=True)
@@ -283,20 +299,25 @@ def compare(rev: str, repeats: int, out: str, meta: dict, batch_size: int | None
     def median(name, part, key):
         return float(np.median([x[part][key] for x in samples[name]]))
 
-    speeds = ("learner_samples_per_s", "acting_decisions_per_s")
+    speeds = ("learner_samples_per_s", "acting_decisions_per_s") + (("env_steps_per_s",) if end_to_end else ())
     summary = {name: {"batch_size": samples[name][0]["batch_size"],
                       "learner_samples_per_s": median(name, "learner", "samples_per_s"),
-                      "acting_decisions_per_s": median(name, "acting", "decisions_per_s")} for name in sources}
+                      "acting_decisions_per_s": median(name, "acting", "decisions_per_s"),
+                      **({"env_steps_per_s": median(name, "end_to_end", "env_steps_per_s")} if end_to_end else {})}
+               for name in sources}
     new, old = summary["working tree"], summary[rev]
     ratio = {k: new[k] / old[k] for k in speeds}
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "speed_compare.json"), "w") as f:
         json.dump({**meta, "baseline": rev, "repeats": repeats, "median": summary, "ratio": ratio,
                    "rounds": samples}, f, indent=1)
-    rows = ["| code | batch size | learner samples/s (median) | acting decisions/s (median) |", "|---|---|---|---|"]
+    e2e = end_to_end
+    rows = ["| code | batch size | learner samples/s (median) | acting decisions/s (median) |"
+            + (" env steps/s end to end (median) |" if e2e else ""), "|---|---|---|---|" + ("---|" if e2e else "")]
     rows += [f"| {label} | {s['batch_size']} | {s['learner_samples_per_s']:.0f} | {s['acting_decisions_per_s']:.0f} |"
-             for label, s in ((rev, old), (meta["commit"], new))]
-    rows += [f"| ratio | | **{ratio['learner_samples_per_s']:.2f}x** | {ratio['acting_decisions_per_s']:.2f}x |", "",
+             + (f" {s['env_steps_per_s']:.0f} |" if e2e else "") for label, s in ((rev, old), (meta["commit"], new))]
+    rows += [f"| ratio | | **{ratio['learner_samples_per_s']:.2f}x** | {ratio['acting_decisions_per_s']:.2f}x |"
+             + (f" **{ratio['env_steps_per_s']:.2f}x** |" if e2e else ""), "",
             f"Median of {repeats} alternating processes each. Machine: {meta['machine']}. "
             f"Command: `{meta['command']}`."]
     write_markdown(os.path.join(out, "speed_compare.md"), rows)
@@ -342,6 +363,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="--compare: processes per side")
     parser.add_argument("--compare-batch-size", type=int, help="--compare: both sides at this batch size "
                         "(default: each side's own default)")  # also read by --one
+    parser.add_argument("--end-to-end", action="store_true", help="--compare: also a short run of each side "
+                        "(--warmup + --iterations actor iterations), its environment steps/s")
     parser.add_argument("--checkpoint-cost", action="store_true", help="only the size and write time of a "
                         "checkpoint at the default configuration (--iterations checkpoints)")
     parser.add_argument("--out", default="docs/benchmark/muzero_minatar")
@@ -358,11 +381,12 @@ def main():
     # the commit is taken before measuring: the code the measurements run
     command = "python benchmark/muzero_minatar_speed.py" + (
         f" --compare {a.compare} --repeats {a.repeats}"
-        + (f" --compare-batch-size {a.compare_batch_size}" if a.compare_batch_size else "") if a.compare else
+        + (f" --compare-batch-size {a.compare_batch_size}" if a.compare_batch_size else "")
+        + (f" --end-to-end --iterations {a.iterations} --warmup {a.warmup}" if a.end_to_end else "") if a.compare else
         f" --checkpoint-cost --iterations {a.iterations}" if a.checkpoint_cost else "")
     meta = {"machine": machine_line(), "commit": git_commit(a.out), "command": command}
     if a.compare:
-        compare(a.compare, a.repeats, a.out, meta, a.compare_batch_size)
+        compare(a.compare, a.repeats, a.out, meta, a.compare_batch_size, a.end_to_end, a.iterations, a.warmup)
         return
     if a.checkpoint_cost:
         checkpoint_cost(a.iterations, a.out, meta)

@@ -1,11 +1,8 @@
-"""Tests of muzero_atari_multigpu.py: envpool's Atari games, the pmap learner, actor threads and processes.
-Runs that need forced CPU devices or several processes start fresh interpreters (the device count is fixed
-when jax starts)."""
+"""Tests of muzero_atari_multigpu.py: envpool's Atari games, the down-sampling network, a run with two actor
+threads on two forced CPU devices (a fresh interpreter: the device count is fixed when jax starts). The
+skeleton it shares with muzero_minatar.py is tested in test_devices.py."""
 import glob
 import os
-import socket
-import subprocess
-import sys
 from functools import partial
 
 import jax
@@ -99,56 +96,6 @@ def test_downsampling_gives_the_papers_board():
     assert x.shape == (2, 6, 6, 16)  # MuZero appendix: 96 x 96 pixels -> 6 x 6
 
 
-# --- the pmap learner ------------------------------------------------------------------------------
-SAME_UPDATE = """
-import sys
-sys.path[:0] = [".", "tests"]
-import jax, jax.numpy as jnp, numpy as np, optax
-import muzero_atari_multigpu as ma
-from test_atari import small_args
-assert len(jax.local_devices()) == 2
-args = small_args(batch_size=16)
-net = ma.make_network(args, 5)
-params = ma.init_params(net, args, jax.random.PRNGKey(0))
-opt = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
-rng = np.random.default_rng(0)
-L, K, N = args.history_length, args.unroll_steps, args.td_steps
-w = L + K + N + 1
-def batch():
-    return {"obs": rng.integers(0, 255, (16, w, 32, 32, 1)).astype(np.uint8),
-            "reward": rng.choice([0.0, 1.0], (16, w)).astype(np.float32),
-            "is_first": np.eye(w, dtype=bool)[rng.integers(0, 3, 16)], "is_last": np.zeros((16, w), bool),
-            "action": rng.integers(0, 5, (16, w)).astype(np.int32),
-            "value": rng.normal(size=(16, w)).astype(np.float32),
-            "policy": rng.dirichlet(np.ones(5), (16, w)).astype(np.float32), "valid": np.ones((16, w), bool)}
-batches = [(batch(), rng.uniform(0.5, 1.5, 16).astype(np.float32)) for _ in range(3)]
-results = []
-for ids in [(0,), (0, 1)]:
-    a = small_args(batch_size=16, learner_device_ids=ids)
-    update = ma.make_update_fn(net, a, opt)
-    state = ma.replicate(ma.TrainState(params, params, opt.init(params), jnp.zeros((), jnp.int32)), a)
-    for b, weights in batches:
-        state, metrics = update(state, b, weights)
-    leaf = state.params["params"]["repr_stem"]["Conv_0"]["kernel"]
-    assert leaf.shape[0] == len(ids) and len(leaf.sharding.device_set) == len(ids)
-    copies = jax.device_get(state.params)
-    for i in range(1, len(ids)):  # every device holds the same parameters
-        assert all((x[0] == x[i]).all() for x in jax.tree.leaves(copies))
-    results.append((ma.unreplicate(copies), float(metrics["losses/total_loss"][0])))
-(p1, l1), (p2, l2) = results
-diff = max(float(np.max(np.abs(a - b))) for a, b in zip(jax.tree.leaves(p1), jax.tree.leaves(p2)))
-moved = max(float(np.max(np.abs(a - b))) for a, b in zip(jax.tree.leaves(p1), jax.tree.leaves(params)))
-print("max param diff", diff, "max update", moved, "losses", l1, l2)
-assert moved > 1e-3 and diff < 1e-5 and abs(l1 - l2) < 1e-4 * abs(l1)
-"""
-
-
-def test_pmap_update_over_two_devices_equals_the_one_device_update():
-    out = subprocess.run([sys.executable, "-c", SAME_UPDATE], cwd=os.path.dirname(ma.__file__), env=ENV2,
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-
-
 # --- runs: actor threads, devices, processes ------------------------------------------------------------
 RUN = [*SMALL, "--total-timesteps", "768", "--learning-starts", "128", "--batch-size", "16", "--buffer-size", "1024",
        "--eval-episodes", "2", "--eval-interval", "384", "--seed", "3", "--save-model", "--num-envs", "2"]
@@ -156,80 +103,40 @@ MODEL = "muzero_atari_multigpu.muzero_model"
 
 
 @pytest.fixture(scope="module")
-def layouts(tmp_path_factory):
-    """One seed, 2 actor threads of 2 games each (2 x 2 x 16 = 64 steps an iteration), in two layouts started
-    together: one process with both threads and the learner pmapped over 2 devices, and two localhost processes
-    under jax.distributed with 1 thread and 1 learner device each. The same global threads, replays and batch;
-    the second layout has no thread race inside a process, so equal logs show the first's threads do not make
-    the run depend on their timing."""
-    one, two = tmp_path_factory.mktemp("one_process"), tmp_path_factory.mktemp("two_processes")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def threaded_run(tmp_path_factory):
+    """One run with 2 actor threads of 2 games each (2 x 2 x 16 = 64 steps an iteration) and the learner pmapped
+    over 2 devices."""
+    d = tmp_path_factory.mktemp("threads")
     run_together([([*RUN, "--num-actor-threads", "2", "--actor-device-ids", "0", "1", "--learner-device-ids", "0", "1"],
-                   one, ma.__file__, ENV2)]
-                 + [([*RUN, "--num-processes", "2", "--coordinator-address", f"127.0.0.1:{port}", "--process-id", str(i)],
-                     two, ma.__file__, {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}) for i in range(2)])
-    (one_dir,), (two_dir,) = glob.glob(str(one / "runs" / "*")), glob.glob(str(two / "runs" / "*"))
-    return one_dir, two_dir
+                   d, ma.__file__, ENV2)])
+    (run_dir,) = glob.glob(str(d / "runs" / "*"))
+    return run_dir
 
 
-def params_of(path):
-    return jax.tree.leaves(ma.load_model(path)[2])
-
-
-def test_same_seed_same_logs_with_two_actor_threads_in_one_process_or_two(layouts):
-    one, two = layouts
-    prefixes = ("charts/episodic", "charts/eval", "losses/", "charts/num_updates")
-    a, b0, b1 = scalars(one, prefixes), scalars(two, prefixes), scalars(os.path.join(two, "process_1"), prefixes)
+def test_a_threaded_run_logs_both_threads_and_saves_a_model_that_plays(threaded_run):
+    logged = scalars(threaded_run, ("losses/", "charts/", "stats/actor_time"))
     # 768 / 64 = 12 iterations; updates start at the 3rd, once 128 positions (with their K + N steps after) are stored
-    assert len(a["losses/total_loss"]) == 10 and [s for s, _ in a["charts/eval_episodic_return"]] == [384, 768]
-    for tag in a:
-        if tag.startswith("charts/episodic"):  # each process logs its own thread's games; one process logs both
-            assert sorted(a[tag]) == sorted(b0.get(tag, []) + b1.get(tag, [])), tag
-        elif tag.startswith("charts/eval"):  # process 0 evaluates
-            assert a[tag] == b0[tag] and tag not in b1, tag
-        else:  # the learner's metrics are averaged over all devices of all processes: the same in both processes,
-            # and the one process's up to float rounding (XLA's CPU convolutions sum in an order that depends on the
-            # threads the process has)
-            assert b0[tag] == b1[tag], tag
-            assert [s for s, _ in a[tag]] == [s for s, _ in b0[tag]], tag
-            np.testing.assert_allclose([v for _, v in a[tag]], [v for _, v in b0[tag]], rtol=1e-4, atol=1e-6,
-                                       err_msg=tag)
-    assert len(a["charts/episodic_return"]) > 0 and b1.get("charts/episodic_return")  # games of both threads ended
-
-
-def test_golden_run_muzero_atari_multigpu(layouts, golden):
-    golden("muzero_atari_multigpu", ["XLA_FLAGS=--xla_force_host_platform_device_count=2", "python",
-                                     "muzero_atari_multigpu.py", *RUN, "--num-actor-threads", "2", "--actor-device-ids",
-                                     "0", "1", "--learner-device-ids", "0", "1"],
-           scalars(layouts[0], ("losses/", "charts/episodic", "charts/eval_episodic", "charts/num_updates",
-                                "charts/root_value", "charts/policy_entropy", "stats/replay_size")))
-
-
-def test_two_processes_end_with_the_parameters_of_one_process_with_the_same_global_batch(layouts):
-    one, two = layouts
-    p0, p1, p = (params_of(os.path.join(d, MODEL)) for d in (two, os.path.join(two, "process_1"), one))
-    for x, y, z in zip(p0, p1, p):
-        np.testing.assert_array_equal(x, y)  # both processes hold the same parameters
-        np.testing.assert_allclose(x, z, rtol=0, atol=1e-4)  # the losses' rounding (above) through 10 Adam steps
-    args, net, _ = ma.load_model(os.path.join(two, MODEL))
-    init = jax.tree.leaves(ma.init_params(net, args, jax.random.split(jax.random.PRNGKey(args.seed), 3)[1]))
-    assert max(float(np.abs(x - y).max()) for x, y in zip(p0, init)) > 1e-3  # it trained
-    # the saved model plays whole games
-    returns = ma.evaluate(os.path.join(one, MODEL), eval_episodes=2)
+    assert len(logged["losses/total_loss"]) == 10 and [s for s, _ in logged["charts/eval_episodic_return"]] == [384, 768]
+    assert len(logged["stats/actor_time"]) == len(logged["stats/actor_time_thread1"]) == 12
+    assert all(np.isfinite(v) for _, v in logged["losses/total_loss"])
+    args, net, params = ma.load_model(os.path.join(threaded_run, MODEL))
+    init = jax.tree.leaves(ma.init_params(net, args, jax.random.split(jax.random.PRNGKey(args.seed), 2 + 2)[1]))
+    assert max(float(np.abs(x - y).max()) for x, y in zip(jax.tree.leaves(params), init)) > 1e-3  # it trained
+    returns = ma.evaluate(os.path.join(threaded_run, MODEL), eval_episodes=2)  # whole games
     assert returns.shape == (2,) and (returns >= 0).all()
 
 
+def test_golden_run_muzero_atari_multigpu(threaded_run, golden):
+    golden("muzero_atari_multigpu", ["XLA_FLAGS=--xla_force_host_platform_device_count=2", "python",
+                                     "muzero_atari_multigpu.py", *RUN, "--num-actor-threads", "2", "--actor-device-ids",
+                                     "0", "1", "--learner-device-ids", "0", "1"],
+           scalars(threaded_run, ("losses/", "charts/episodic", "charts/eval_episodic", "charts/num_updates",
+                                "charts/root_value", "charts/policy_entropy", "stats/replay_size")))
+
+
 @pytest.mark.parametrize("flags, named", [
-    (["--actor-device-ids", "1"], "--actor-device-ids"),
-    (["--learner-device-ids", "0", "0"], "--learner-device-ids"),
-    (["--num-actor-threads", "0"], "--num-actor-threads"),
-    (["--num-actor-threads", "3", "--batch-size", "64"], "--batch-size"),
-    (["--num-processes", "2"], "--coordinator-address"),
-    (["--num-processes", "2", "--process-id", "2", "--coordinator-address", "127.0.0.1:1234"], "--process-id"),
     (["--env-id", "CartPole-v1"], "--env-id"),
     (["--resolution", "40"], "--resolution"),
 ])
-def test_bad_device_thread_and_host_flags_exit_with_a_message(tmp_path, monkeypatch, capsys, flags, named):
+def test_bad_atari_flags_exit_with_a_message(tmp_path, monkeypatch, capsys, flags, named):
     assert_refused(ma, flags, named, tmp_path, monkeypatch, capsys)

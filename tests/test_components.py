@@ -314,12 +314,12 @@ def test_loss_halves_on_a_fixed_batch():
     net = m.make_network(args, 4)
     params = m.init_params(net, args, jax.random.PRNGKey(0))
     opt = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
-    state = m.TrainState(params, params, opt.init(params), jnp.zeros((), jnp.int32))
-    update = m.make_update_fn(net, args, opt, m.learner_mesh((0,)))
+    state = m.replicate(m.TrainState(params, params, opt.init(params), jnp.zeros((), jnp.int32)), args)
+    update = m.make_update_fn(net, args, opt)
     losses = []
     for _ in range(200):
         state, metrics = update(state, batch, weights)
-        losses.append(float(metrics["losses/total_loss"]))
+        losses.append(float(metrics["losses/total_loss"][0]))
     assert np.isfinite(losses).all()
     assert losses[-1] <= 0.5 * losses[0], (losses[0], losses[-1])
 

@@ -25,7 +25,7 @@ def played():
     params = jax.tree.unflatten(tree, [x + 0.3 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys)])
     train, _, reanalyze = r.planner_configs(args)
     rollouts = queue.Queue()
-    r.actor_loop(args, r.make_act_fn(net, train, args.gamma), params, [], queue.Queue(), rollouts, lambda: True,
+    r.actor_loop(args, 0, r.make_act_fn(net, train, args.gamma), [params], queue.Queue(), rollouts, lambda: True,
                  1, 1, jax.random.PRNGKey(2))
     rollout = rollouts.get_nowait()
     assert not isinstance(rollout, BaseException), rollout

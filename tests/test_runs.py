@@ -299,7 +299,7 @@ CHECKPOINTED = [*SMALL_RUN, "--save-model", "--checkpoint-interval", "256"]  # a
 def checkpoint_iteration(path):
     try:
         with open(path, "rb") as f:
-            return m.CheckpointUnpickler(f).load()["iteration"]
+            return m.CheckpointUnpickler(f).load()["progress"].iteration
     except (OSError, EOFError, pickle.UnpicklingError):
         return 0
 
