@@ -11,12 +11,12 @@ training targets (4.3.7), segment replay with prioritized sampling (4.3.14), los
 exactly one version behind the learner, so a run's data is fixed by its seed; the update is pmapped over
 --learner-device-ids, and several processes under jax.distributed form one data-parallel learner).
 """
+
 import copy
 import json
 import os
 import pickle
 import queue
-import random
 import sys
 import threading
 import time
@@ -28,8 +28,10 @@ from typing import Literal, NamedTuple
 # for this network's small convolutions they make the learner's update about 1.3x slower (docs: Speed). The
 # other three make a seed give the same numbers on every x86-64 CPU (docs: Reproducibility): code for AVX2 at
 # most, no XNNPACK kernels (XNNPACK picks its own by the host's features), no math that may differ by CPU.
-os.environ["XLA_FLAGS"] = ("--xla_cpu_experimental_ynn_fusion_type= --xla_cpu_max_isa=AVX2 --xla_cpu_use_xnnpack=false "
-                           "--xla_cpu_enable_platform_dependent_math=false " + os.environ.get("XLA_FLAGS", ""))
+os.environ["XLA_FLAGS"] = (
+    "--xla_cpu_experimental_ynn_fusion_type= --xla_cpu_max_isa=AVX2 --xla_cpu_use_xnnpack=false "
+    "--xla_cpu_enable_platform_dependent_math=false " + os.environ.get("XLA_FLAGS", "")
+)
 
 import flax
 import flax.linen as nn
@@ -44,13 +46,15 @@ from open_spiel.python.algorithms import mcts
 from jax.experimental import multihost_utils
 from tensorboardX import SummaryWriter
 
+MAX_REPLAY_RATIO = 256  # samples per environment step: EfficientZero's (batch 256, an update per step)
+
 
 @dataclass
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment"""
     seed: int = 1
-    """seed of the experiment: fixes environments, network initialisation, search noise and replay sampling"""
+    """seed of the experiment: environments, network initialisation, search noise and replay sampling"""
     track: bool = False
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "muzero-jax"
@@ -58,18 +62,13 @@ class Args:
     wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
-    """if toggled, the first game of every evaluation against MCTSBot is saved as a GIF in `videos/{run_name}/`, each
-    frame annotated with the search at that step (action, v*, p, N, Q and predicted reward: thesis 4.5)"""
+    """if toggled, each evaluation's first episode is saved as a GIF annotated with its searches, in `videos/`"""
     save_model: bool = False
-    """if toggled, parameters and args are saved to `runs/{run_name}/` at the end of training (and, if the run
-    stops with an error, the parameters it has by then)"""
+    """if toggled, the parameters are saved to `runs/{run_name}/` at the end (and when an error stops the run)"""
     checkpoint_interval: int = 50_000
-    """environment steps between checkpoints (`runs/{run_name}/checkpoint.pkl`, replaced atomically): everything
-    the run needs to continue exactly as if it had not stopped; the parameters of each are also kept as
-    `runs/{run_name}/models/step_{step}.muzero_model`, for a tournament among them (0: no checkpoints)"""
+    """environment steps between checkpoints, from which --resume continues exactly, each also kept in models/ (0: none)"""
     resume: str | None = None
-    """a run directory `runs/{run_name}` to continue from its checkpoint, with the same flags; the run goes on in
-    that directory and TensorBoard stream and ends exactly as it would have without stopping"""
+    """a run directory `runs/{run_name}` to continue from its checkpoint, with the run's own flags"""
 
     # Environment (4.3.1-4.3.2)
     env_id: Literal["breakthrough"] = "breakthrough"
@@ -77,69 +76,59 @@ class Args:
     board_size: int = 5
     """rows and columns of the board, OpenSpiel's breakthrough(rows=n,columns=n) (thesis: 5)"""
     total_timesteps: int = 800_000
-    """total environment steps (plies, both players' moves) taken by the actor, summed over all games (40 minutes
-    on a 2-core CPU at the defaults, evaluations included)"""
+    """environment steps taken by all actor threads of all processes"""
     num_envs: int = 32
-    """games played as one batch, both sides by the one network (each restarts when it ends)"""
+    """copies of the environment per actor thread, stepped as one batch"""
     num_steps: int = 32
-    """steps per game per actor iteration; also the length of one replay segment"""
+    """steps per environment per actor iteration; also the length of one replay segment"""
 
     # Inputs and network (4.3.3-4.3.5, 5.1.2)
     history_length: int = 4
     """L: frames and actions stacked as the representation input (thesis: 4)"""
     channels: int = 16
-    """channels of the residual tower (thesis: 32; 16 is 2-3x faster on a 2-core CPU)"""
+    """channels of the residual towers (thesis: 32)"""
     repr_blocks: int = 2
-    """residual blocks in the representation function (thesis: 6; 2 keeps a CPU run fast)"""
+    """residual blocks in the representation function (thesis: 6)"""
     dyn_blocks: int = 1
     """residual blocks in the dynamics function (thesis MinAtar: 2, Breakthrough: 6)"""
     pred_blocks: int = 1
     """residual blocks in the prediction function (thesis: 1)"""
     head_hidden: int = 64
     """hidden width of the value, reward and policy heads (thesis: 128)"""
-    layer_norm: bool = True
-    """LayerNorm after each convolution of the residual blocks (where the thesis has BatchNorm);
-    --no-layer-norm leaves it out"""
     support_size: int = 30
     """value and reward are categorical over the integers [-support_size, support_size] (thesis: 30)"""
 
     # Planner (4.3.6, Table 5.1)
     planner: Literal["muzero", "gumbel"] = "gumbel"
-    """`muzero`: mctx.muzero_policy (PUCT with Dirichlet noise, as the thesis); `gumbel`: mctx.gumbel_muzero_policy.
-    Gumbel with 16 simulations beat PUCT with 8 in self-play here (docs: Experiment results)"""
+    """`muzero`: mctx.muzero_policy (PUCT with Dirichlet noise, the thesis'); `gumbel`: mctx.gumbel_muzero_policy"""
     num_simulations: int = 16
-    """simulations per acting step in training (thesis: 25; the actor still waits for the learner at 16)"""
+    """simulations per acting step in training (thesis: 25)"""
     eval_num_simulations: int = 64
     """simulations per acting step in evaluation (thesis: 40)"""
     pb_c_init: float = 2.25
-    """c1 of PUCT in training (muzero planner only; thesis: 2.25)"""
+    """c1 of PUCT in training (muzero planner; thesis: 2.25)"""
     eval_pb_c_init: float = 1.75
-    """c1 of PUCT in evaluation (muzero planner only; thesis: 1.75)"""
+    """c1 of PUCT in evaluation (muzero planner; thesis: 1.75)"""
     pb_c_base: float = 19652.0
-    """c2 of PUCT (muzero planner only; thesis: 19652)"""
+    """c2 of PUCT (muzero planner; thesis: 19652)"""
     temperature: float = 1.0
-    """visit-count temperature for choosing the action in training (muzero planner only; thesis: 1.0)"""
+    """visit-count temperature of the action in training (muzero planner; thesis: 1.0)"""
     eval_temperature: float = 0.25
-    """visit-count temperature in evaluation (muzero planner only; thesis: 0.25)"""
+    """visit-count temperature of the action in evaluation (muzero planner; thesis: 0.25)"""
     dirichlet_alpha: float = 0.2
-    """Dirichlet noise concentration at the root in training (muzero planner only; thesis: 0.2)"""
+    """Dirichlet noise concentration at the root in training (muzero planner; thesis: 0.2)"""
     eval_dirichlet_alpha: float = 0.1
-    """Dirichlet noise concentration at the root in evaluation (muzero planner only; thesis: 0.1)"""
+    """Dirichlet noise concentration at the root in evaluation (muzero planner; thesis: 0.1)"""
     dirichlet_fraction: float = 0.25
-    """weight of the Dirichlet noise in the root prior (muzero planner only)"""
+    """weight of the Dirichlet noise in the root prior (muzero planner)"""
     gumbel_scale: float = 1.0
-    """scale of the Gumbel noise in training (gumbel planner only; evaluation uses 0, the greedy choice)"""
+    """scale of the Gumbel noise in training (gumbel planner; evaluation uses 0)"""
     max_num_considered_actions: int = 16
-    """actions considered by Sequential Halving at the root (gumbel planner only)"""
+    """actions considered by Sequential Halving at the root (gumbel planner)"""
     random_move_prob: float = 0.1
-    """probability that a self-play ply plays a uniformly random legal move instead of the search's choice (the
-    search's policy target is kept; evaluation: 0). Without it (0) self-play settles on one winning rush for the
-    first player, the second never defends, and the model never sees what a defence does (docs: Experiment results)"""
+    """probability that a self-play ply plays a uniformly random legal move instead of the search's (evaluation: 0)"""
     gumbel_rescale_q: bool = False
-    """min-max rescale the completed Q-values over a node's actions before they sharpen the policy target and the
-    choice inside the tree (gumbel planner only; mctx's default). It stretches a flat model's 1e-7 Q differences to
-    a full logit range of (50 + max visits) x 0.1, and the search inside the tree then never tries the opponent's
-    winning reply (tests/test_breakthrough.py); off, Q stays in game-result units (times the same factor)"""
+    """min-max rescale the completed Q-values over a node's actions (gumbel planner; mctx's default: on)"""
 
     # Targets and replay (4.3.7, 4.3.14)
     unroll_steps: int = 5
@@ -149,30 +138,23 @@ class Args:
     gamma: float = 0.997
     """discount (thesis: 0.997)"""
     buffer_size: int = 100_000
-    """replay capacity in environment steps; the oldest segments are evicted first"""
+    """replay capacity in environment steps over all actor threads; the oldest segments are evicted first"""
     sampling: Literal["uniform", "proportional", "rank"] = "proportional"
-    """how replay positions are drawn; priorities are |v* - G^N| (4.3.14). Proportional with a small epsilon
-    and the bias kept puts the rare steps near a reward into many batches: Asterix's reward is learnt"""
+    """how replay positions are drawn; priorities are |v* - G^N| (4.3.14)"""
     priority_exponent: float = 1.0
     """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank)"""
     priority_epsilon: float = 0.01
-    """added to |v* - G^N| so no position has probability zero (proportional sampling)"""
+    """added to the priorities so that no position has probability zero (proportional sampling)"""
     importance_exponent: float = 0.0
-    """beta: samples are weighted by (1 / (N P(i)))^beta; 1 undoes the sampling bias in the gradient
-    (MuZero), 0 keeps it (prioritized replay anneals beta from 0.4 to 1)"""
+    """beta: samples are weighted by (1 / (N P(i)))^beta; 1 undoes the sampling bias (MuZero), 0 keeps it"""
     learning_starts: int = 2_000
     """environment steps stored in replay before the first update"""
 
     # Loss and optimiser (4.3.8-4.3.9, 5.1.2)
     batch_size: int = 64
-    """training targets per update (thesis: 1024). 64 makes 4x the updates of 256 for the same samples, at the
-    same samples/s on a 2-core CPU"""
+    """training targets per update over all learner devices and processes (thesis: 1024)"""
     replay_ratio: float = 2.0
     """samples trained per environment step (thesis: 4)"""
-    final_replay_ratio: float | None = None
-    """if given, the replay ratio moves in a straight line from --replay-ratio at the start to this value at
-    --total-timesteps: fewer updates while replay is small (repeated passes over few early games can fit
-    them too closely), more once it holds many"""
     learning_rate: float = 3e-3
     """Adam step size (thesis: 1e-2 at batch 1024)"""
     max_grad_norm: float = 5.0
@@ -187,17 +169,12 @@ class Args:
     """c_L2, weight of the squared parameter norm (thesis: 1e-4)"""
     target_update_interval: int = 100
     """updates between copies of the online parameters into the target network"""
-    value_bootstrap: Literal["search", "target_network"] = "search"
-    """what the N-step value targets bootstrap from at j+N: `search`, the root value v* recorded when the step
-    was played (thesis 4.3.7); `target_network`, the target network's value of the stored observations,
-    computed when the sample is drawn (the value half of MuZero Reanalyze: K+1 more initial inferences)"""
 
     # Logging and evaluation
     eval_interval: int = 100_000
-    """environment steps between evaluations (one more at the end); each takes about a minute at the defaults"""
+    """environment steps between evaluations (one more at the end)"""
     eval_games: int = 50
-    """games against each opponent (uniform random, MCTSBot) per evaluation, half with each colour, played as
-    one batch with the evaluation planner (0: no evaluation)"""
+    """games against each opponent (uniform random, MCTSBot) per evaluation, half with each colour (0: none)"""
     eval_mcts_simulations: int = 100
     """simulations per move of the opponent OpenSpiel MCTSBot (UCT c 2, one random rollout per leaf, solver on)"""
     log_interval: float = 30.0
@@ -207,124 +184,85 @@ class Args:
     num_actor_threads: int = 1
     """actor threads per process, each with its own environments and replay"""
     actor_device_ids: tuple[int, ...] = (0,)
-    """indices in jax.local_devices() the actor threads search on (thread i uses the (i mod n)-th; evaluation
-    runs on the first)"""
+    """indices in jax.local_devices() the actor threads search on (thread i the (i mod n)-th; evaluation the first)"""
     learner_device_ids: tuple[int, ...] = (0,)
-    """indices in jax.local_devices() the learner's update is pmapped over in each process; gradients are
-    averaged over all of them in all processes (lax.pmean)"""
+    """indices in jax.local_devices() the update is pmapped over in each process (gradients averaged over all)"""
     coordinator_address: str | None = None
-    """host:port of process 0 (jax.distributed.initialize's coordinator), needed when --num-processes > 1"""
+    """host:port of process 0 (jax.distributed's coordinator), needed when --num-processes > 1"""
     num_processes: int = 1
     """processes (hosts) in the run; each runs its own actor threads, and all learner devices form one learner"""
     process_id: int = 0
-    """this process's index in [0, --num-processes); process 0 logs to W&B and evaluates"""
+    """this process's index in [0, --num-processes); process 0 evaluates and logs to W&B"""
 
 
 def fail(message: str):
-    """Stops before any compilation with a message naming the flag, exit status 2 (as argparse)."""
+    """Stops before anything is compiled or written, with a message naming the flag and exit status 2 (as argparse)."""
     print(f"{os.path.basename(sys.argv[0])}: error: {message}", file=sys.stderr)
     sys.exit(2)
 
 
-MAX_REPLAY_RATIO = 256  # samples per environment step: EfficientZero's (batch 256, an update per step)
-
-
-def replay_ratio_at(args: Args, global_step: int) -> float:
-    """Samples trained per environment step once `global_step` steps are played: --replay-ratio, or with
-    --final-replay-ratio the straight line from the one (step 0) to the other (--total-timesteps)."""
-    if args.final_replay_ratio is None:
-        return args.replay_ratio
-    progress = min(global_step / args.total_timesteps, 1.0)
-    return args.replay_ratio + progress * (args.final_replay_ratio - args.replay_ratio)
+def global_threads(args: Args) -> int:
+    return args.num_actor_threads * args.num_processes
 
 
 def validate_args(args: Args):
-    if not 0 <= args.seed < 2**32:
-        fail(f"--seed must be in [0, 2**32 - 1] (got {args.seed}): it seeds JAX's 32-bit keys")
-    if not args.exp_name or args.exp_name in (".", "..") or not all(c.isalnum() or c in "-_." for c in args.exp_name):
-        fail(f"--exp-name must be a non-empty name of letters, digits, '-', '_' and '.' (got {args.exp_name!r}): "
-             f"it names the run's directory and the saved model's file")
-    if args.checkpoint_interval < 0:
-        fail(f"--checkpoint-interval must be non-negative (got {args.checkpoint_interval})")
-    positive = [
-        "board_size", "total_timesteps", "num_envs", "num_steps", "history_length", "channels",
-        "repr_blocks", "head_hidden", "support_size", "num_simulations", "eval_num_simulations",
-        "max_num_considered_actions", "unroll_steps", "td_steps", "buffer_size", "batch_size",
-        "target_update_interval", "eval_interval", "num_actor_threads", "num_processes", "eval_mcts_simulations",
+    """What tyro cannot check, each refused with fail()."""
+    rules = [  # (flags, test, what they must be)
+        (
+            "board_size total_timesteps num_envs num_steps history_length channels repr_blocks head_hidden support_size "
+            "num_simulations eval_num_simulations max_num_considered_actions unroll_steps td_steps buffer_size "
+            "batch_size target_update_interval eval_interval num_actor_threads num_processes learning_rate "
+            "replay_ratio max_grad_norm temperature eval_temperature dirichlet_alpha eval_dirichlet_alpha log_interval",
+            lambda v: v > 0,
+            "positive",
+        ),
+        ("dyn_blocks pred_blocks eval_games learning_starts checkpoint_interval", lambda v: v >= 0, "non-negative"),
+        ("random_move_prob dirichlet_fraction", lambda v: 0 <= v <= 1, "in [0, 1]"),
+        ("board_size", lambda v: v >= 3, "at least 3 (on a smaller board the first move wins)"),
+        ("eval_games", lambda v: v % 2 == 0, "even (half the games are played with each colour)"),
+        ("eval_mcts_simulations", lambda v: v > 0, "positive"),
+        ("gamma", lambda v: 0 < v <= 1, "in (0, 1]"),
+        ("seed", lambda v: 0 <= v < 2**32, "in [0, 2**32 - 1], as JAX's 32-bit keys"),
+        ("process_id", lambda v: 0 <= v < args.num_processes, "in [0, --num-processes)"),
     ]
-    for name in positive:
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive (got {getattr(args, name)})")
-    if args.board_size < 3:
-        fail(f"--board-size must be at least 3 (got {args.board_size}): on a smaller board the first move wins")
-    if args.eval_games % 2:
-        fail(f"--eval-games must be even (got {args.eval_games}): half the games are played with each colour")
-    for name in ["dyn_blocks", "pred_blocks", "eval_games", "learning_starts"]:
-        if getattr(args, name) < 0:
-            fail(f"--{name.replace('_', '-')} must be non-negative (got {getattr(args, name)})")
-    for name in ["learning_rate", "replay_ratio", "max_grad_norm", "temperature", "eval_temperature",
-                 "dirichlet_alpha", "eval_dirichlet_alpha", "log_interval"]:
-        if not getattr(args, name) > 0:
-            fail(f"--{name.replace('_', '-')} must be positive (got {getattr(args, name)})")
-    for name in ["dirichlet_fraction", "random_move_prob"]:
-        if not 0.0 <= getattr(args, name) <= 1.0:
-            fail(f"--{name.replace('_', '-')} must be in [0, 1] (got {getattr(args, name)})")
-    if not 0.0 < args.gamma <= 1.0:
-        fail(f"--gamma must be in (0, 1] (got {args.gamma})")
-    steps_per_iteration = args.num_envs * args.num_steps * global_threads(args)
-    if args.total_timesteps < steps_per_iteration:
-        fail(f"--total-timesteps ({args.total_timesteps}) is less than one actor iteration, "
-             f"--num-envs x --num-steps x --num-actor-threads x --num-processes = {steps_per_iteration}")
-    if args.buffer_size < steps_per_iteration:
-        fail(f"--buffer-size ({args.buffer_size}) must hold at least one iteration, "
-             f"--num-envs x --num-steps x --num-actor-threads x --num-processes = {steps_per_iteration}")
-    if args.batch_size > args.buffer_size:
-        fail(f"--batch-size ({args.batch_size}) is larger than --buffer-size ({args.buffer_size})")
-    if args.learning_starts > args.total_timesteps:
-        fail(f"--learning-starts ({args.learning_starts}) is larger than --total-timesteps "
-             f"({args.total_timesteps}): no update would ever run")
-    if args.batch_size % global_threads(args):
-        fail(f"--batch-size ({args.batch_size}) must split evenly over the {global_threads(args)} actor threads "
-             f"(--num-actor-threads x --num-processes): each thread's replay gives an equal share")
-    if not 0 <= args.process_id < args.num_processes:
-        fail(f"--process-id must be in [0, --num-processes) = [0, {args.num_processes}) (got {args.process_id})")
-    if args.num_processes > 1:
-        host, _, port = (args.coordinator_address or "").rpartition(":")
-        if not host or not port.isdigit():
-            fail(f"--num-processes {args.num_processes} needs --coordinator-address host:port of process 0 "
-                 f"(got {args.coordinator_address!r})")
-    if args.final_replay_ratio is not None and not args.final_replay_ratio > 0:
-        fail(f"--final-replay-ratio must be positive (got {args.final_replay_ratio})")
-    for flag, ratio in [("--replay-ratio", args.replay_ratio), ("--final-replay-ratio", args.final_replay_ratio)]:
-        if ratio is not None and ratio > MAX_REPLAY_RATIO:
-            fail(f"{flag} {ratio:g} asks for {ratio * steps_per_iteration / args.batch_size:,.0f} "
-                 f"updates of --batch-size {args.batch_size} per actor iteration of {steps_per_iteration} steps; the bound is "
-                 f"{MAX_REPLAY_RATIO} samples per environment step (EfficientZero's ratio; the thesis used 4)")
-    mean_ratio = (args.replay_ratio + replay_ratio_at(args, args.total_timesteps)) / 2
-    if mean_ratio * args.total_timesteps < args.batch_size:
-        fail(f"a replay ratio of {mean_ratio:g} on average (--replay-ratio, --final-replay-ratio) gives fewer samples "
-             f"over the run than one batch of --batch-size {args.batch_size}: no update would ever run")
+    for names, ok, what in rules:
+        for name in names.split():
+            if not ok(getattr(args, name)):
+                fail(f"--{name.replace('_', '-')} must be {what} (got {getattr(args, name)})")
+    if not args.exp_name or args.exp_name in (".", "..") or not all(c.isalnum() or c in "-_." for c in args.exp_name):
+        fail(f"--exp-name must be a name of letters, digits, '-', '_' and '.' (got {args.exp_name!r}): it names files")
+    steps = args.num_envs * args.num_steps * global_threads(args)
+    iteration = f"one actor iteration, --num-envs x --num-steps x --num-actor-threads x --num-processes = {steps}"
+    if args.total_timesteps < steps or args.buffer_size < steps:
+        fail(f"--total-timesteps ({args.total_timesteps}) and --buffer-size ({args.buffer_size}) must hold {iteration}")
+    if args.batch_size % global_threads(args) or args.batch_size > args.buffer_size:
+        fail(
+            f"--batch-size ({args.batch_size}) must split evenly over the {global_threads(args)} actor threads' replays "
+            f"(--num-actor-threads x --num-processes) and fit in --buffer-size ({args.buffer_size})"
+        )
+    if args.learning_starts > args.total_timesteps or args.replay_ratio * args.total_timesteps < args.batch_size:
+        fail(f"--learning-starts ({args.learning_starts}) and --replay-ratio ({args.replay_ratio}) leave no update to run")
+    if args.replay_ratio > MAX_REPLAY_RATIO:
+        fail(
+            f"--replay-ratio {args.replay_ratio:g} is above {MAX_REPLAY_RATIO} samples per environment step "
+            f"(EfficientZero's ratio; the thesis used 4)"
+        )
+    host, _, port = (args.coordinator_address or "").rpartition(":")
+    if args.num_processes > 1 and not (host and port.isdigit()):
+        fail(f"--num-processes {args.num_processes} needs --coordinator-address host:port of process 0")
 
 
 def validate_devices(args: Args):
-    """Device flags against this process's devices (after jax.distributed.initialize, before compiling)."""
-    num_devices = len(jax.local_devices())
-    for d in (*args.actor_device_ids, *args.learner_device_ids):
-        if not 0 <= d < num_devices:
-            fail(f"device id {d} in --actor-device-ids/--learner-device-ids is not one of the {num_devices} "
-                 f"local devices (on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N gives N)")
+    """The device flags against this process's devices (after jax.distributed starts, before compiling)."""
     for name in ("actor_device_ids", "learner_device_ids"):
         ids = getattr(args, name)
-        if len(set(ids)) != len(ids) or not ids:
-            fail(f"--{name.replace('_', '-')} must be distinct and non-empty (got {ids})")
-    local_batch = args.batch_size // args.num_processes
-    if local_batch % len(args.learner_device_ids):
-        fail(f"--batch-size ({args.batch_size}) must split evenly over the {len(args.learner_device_ids)} "
-             f"--learner-device-ids of each of the {args.num_processes} processes")
-
-
-def global_threads(args: Args) -> int:
-    return args.num_actor_threads * args.num_processes
+        if not ids or len(set(ids)) < len(ids) or not all(0 <= i < len(jax.local_devices()) for i in ids):
+            fail(
+                f"--{name.replace('_', '-')} {ids} must be distinct indices of the {len(jax.local_devices())} local "
+                f"devices (on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N gives N)"
+            )
+    if (args.batch_size // args.num_processes) % len(args.learner_device_ids):
+        fail(f"--batch-size ({args.batch_size}) must split evenly over the --learner-device-ids of each process")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,7 +270,7 @@ def global_threads(args: Args) -> int:
 # before the first step and at (and after) the last step of an episode.
 # ---------------------------------------------------------------------------------------------
 class Step(NamedTuple):
-    obs: np.ndarray  # (B, H, W, C) uint8: OpenSpiel's planes (black, white, empty) and the player to move
+    obs: np.ndarray  # (B, H, W, C) uint8: OpenSpiel's planes and the player to move
     reward: np.ndarray  # (B,) reward that arrived with this observation, for the player who made the move
     is_first: np.ndarray  # (B,) bool
     is_last: np.ndarray  # (B,) bool; the policy still runs here, its action is the dummy one
@@ -340,9 +278,9 @@ class Step(NamedTuple):
 
 
 def env_seeds(seed: int | tuple[int, ...], num_envs: int) -> np.ndarray:
-    """`num_envs` 32-bit seeds hashed from `seed` (an int or a tuple of ints) by numpy's SeedSequence:
-    different seeds, and training and each evaluation (seeded `(seed, 1, iteration)`), share no stream.
-    (Breakthrough itself has no chance: the seeds fix the search noise and the opponents' choices.)"""
+    """One 32-bit seed per environment copy, hashed from `seed` (an int or a tuple of ints) by numpy's
+    SeedSequence: runs with different seeds share no environment stream (with `seed + i`, seeds 1 and 2
+    shared 31 of their 32), nor do training and each evaluation (seeded `(seed, 1, iteration)`)."""
     return np.random.SeedSequence(seed).generate_state(num_envs)
 
 
@@ -417,8 +355,8 @@ def stack_history(frames, actions):
     """frames (B, L, H, W, C) = o_{t-L+1..t}, actions (B, L) = a_{t-L..t-1}
     -> the input of the representation function: the frames as planes (B, H, W, L*C) and the actions
     (B, L), which its stem reads as L one-hot planes of |A^a| after the frame planes (ActionStem)."""
-    b, l, h, w, c = frames.shape
-    return jnp.moveaxis(frames, 1, 3).reshape(b, h, w, l * c), actions
+    b, L, h, w, c = frames.shape
+    return jnp.moveaxis(frames, 1, 3).reshape(b, h, w, L * c), actions
 
 
 EPS_PHI = 1e-3
@@ -458,14 +396,12 @@ def categorical_to_scalar(probs, support_size: int):
 # ---------------------------------------------------------------------------------------------
 class ResidualBlock(nn.Module):
     channels: int
-    layer_norm: bool = True
 
     @nn.compact
     def __call__(self, x):
-        norm = (lambda y: nn.LayerNorm()(y)) if self.layer_norm else (lambda y: y)
-        y = nn.relu(norm(nn.Conv(self.channels, (3, 3))(x)))
-        y = norm(nn.Conv(self.channels, (3, 3))(y))
-        return nn.relu(x + y)
+        y = nn.Conv(self.channels, (3, 3))(x)
+        y = nn.Conv(self.channels, (3, 3))(nn.relu(nn.LayerNorm()(y)))
+        return nn.relu(x + nn.LayerNorm()(y))
 
 
 class Head(nn.Module):
@@ -473,6 +409,7 @@ class Head(nn.Module):
     an untrained network predicts a uniform prior, value 0 and reward 0. With random weights it
     predicts values of a few units of either sign, which the N-step targets would bootstrap from for
     as long as those searches stay in replay (without reanalyze, until they are evicted)."""
+
     hidden: int
     out: int
 
@@ -494,16 +431,17 @@ class ActionStem(nn.Module):
     without tiling the one-hot planes: their share of the product is the same on every square, so it is
     computed once per sample. Same parameters (kernel (1, 1, C + L|A^a|, F), bias) and initialisation as
     nn.Conv over the concatenated planes; with 300 moves (Breakthrough) the tiled planes were most of the work."""
+
     features: int
     num_actions: int
 
     @nn.compact
     def __call__(self, planes, actions):
         """planes (B, H, W, C), actions (B, L) -> (B, H, W, features)."""
-        d, l = planes.shape[-1], actions.shape[-1]
-        kernel = self.param("kernel", nn.initializers.lecun_normal(), (1, 1, d + l * self.num_actions, self.features))
+        d, L = planes.shape[-1], actions.shape[-1]
+        kernel = self.param("kernel", nn.initializers.lecun_normal(), (1, 1, d + L * self.num_actions, self.features))
         bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
-        one_hot = jax.nn.one_hot(actions, self.num_actions).reshape(-1, l * self.num_actions) / self.num_actions
+        one_hot = jax.nn.one_hot(actions, self.num_actions).reshape(-1, L * self.num_actions) / self.num_actions
         return planes @ kernel[0, 0, :d] + (one_hot @ kernel[0, 0, d:])[:, None, None, :] + bias
 
 
@@ -515,19 +453,18 @@ class MuZeroNet(nn.Module):
     pred_blocks: int
     head_hidden: int
     support_size: int
-    layer_norm: bool = True
 
     def setup(self):
         z = 2 * self.support_size + 1
         self.repr_stem = ActionStem(self.channels, self.num_actions)
-        self.repr_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.repr_blocks)]
+        self.repr_tower = [ResidualBlock(self.channels) for _ in range(self.repr_blocks)]
         self.dyn_stem = ActionStem(self.channels, self.num_actions)
-        self.dyn_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.dyn_blocks)]
+        self.dyn_tower = [ResidualBlock(self.channels) for _ in range(self.dyn_blocks)]
         self.reward_head = Head(self.head_hidden, z)
-        self.pred_tower = [ResidualBlock(self.channels, self.layer_norm) for _ in range(self.pred_blocks)]
+        self.pred_tower = [ResidualBlock(self.channels) for _ in range(self.pred_blocks)]
         self.value_head = Head(self.head_hidden, z)
         self.policy_head = Head(self.head_hidden, self.num_actions)
-        self.projection = ResidualBlock(self.channels, self.layer_norm)
+        self.projection = ResidualBlock(self.channels)
 
     def represent(self, stacked):
         """h: stacked history (frame planes, actions) of stack_history -> hidden state (B, H, W, channels)."""
@@ -560,14 +497,16 @@ class MuZeroNet(nn.Module):
 
 
 def make_network(args: Args, num_actions: int) -> MuZeroNet:
-    return MuZeroNet(num_actions, args.channels, args.repr_blocks, args.dyn_blocks, args.pred_blocks,
-                     args.head_hidden, args.support_size, layer_norm=args.layer_norm)
+    a = args
+    return MuZeroNet(num_actions, a.channels, a.repr_blocks, a.dyn_blocks, a.pred_blocks, a.head_hidden, a.support_size)
 
 
 def init_params(net: MuZeroNet, args: Args, key):
     obs_shape = BreakthroughVecEnv(args.board_size, 1).obs_shape
-    stacked = (jnp.zeros((1, *obs_shape[:2], args.history_length * obs_shape[-1])),
-               jnp.zeros((1, args.history_length), jnp.int32))
+    stacked = (
+        jnp.zeros((1, *obs_shape[:2], args.history_length * obs_shape[-1])),
+        jnp.zeros((1, args.history_length), jnp.int32),
+    )
     return net.init(key, stacked, jnp.zeros((1,), jnp.int32))
 
 
@@ -577,43 +516,26 @@ def init_params(net: MuZeroNet, args: Args, key):
 # Two players (negamax): every value is seen by the player to move at its node and every reward by the
 # player who made the move into it, so MCTX's backup r + discount * v takes discount = -gamma.
 # ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PlannerConfig:
-    policy: str
-    num_simulations: int
-    pb_c_init: float
-    pb_c_base: float
-    temperature: float
-    dirichlet_alpha: float
-    dirichlet_fraction: float
-    gumbel_scale: float
-    max_num_considered_actions: int
-    gumbel_rescale_q: bool
-    random_move_prob: float
-
-
-def planner_configs(args: Args) -> tuple[PlannerConfig, PlannerConfig]:
-    """(training, evaluation) settings, Table 5.1."""
-    train = PlannerConfig(args.planner, args.num_simulations, args.pb_c_init, args.pb_c_base, args.temperature,
-                          args.dirichlet_alpha, args.dirichlet_fraction, args.gumbel_scale,
-                          args.max_num_considered_actions, args.gumbel_rescale_q, args.random_move_prob)
-    test = PlannerConfig(args.planner, args.eval_num_simulations, args.eval_pb_c_init, args.pb_c_base,
-                         args.eval_temperature, args.eval_dirichlet_alpha, args.dirichlet_fraction, 0.0,
-                         args.max_num_considered_actions, args.gumbel_rescale_q, 0.0)
+def planner_configs(args: Args) -> tuple[dict, dict]:
+    """Keyword arguments of the mctx policy in training and in evaluation (Table 5.1)."""
+    a = args
+    if a.planner == "gumbel":  # evaluation without Gumbel noise: the greedy choice
+        qtransform = partial(mctx.qtransform_completed_by_mix_value, rescale_values=a.gumbel_rescale_q)
+        shared = dict(max_num_considered_actions=a.max_num_considered_actions, qtransform=qtransform)
+        train, test = dict(gumbel_scale=a.gumbel_scale), dict(gumbel_scale=0.0)
+    else:
+        shared = dict(dirichlet_fraction=a.dirichlet_fraction, pb_c_base=a.pb_c_base)
+        train = dict(pb_c_init=a.pb_c_init, temperature=a.temperature, dirichlet_alpha=a.dirichlet_alpha)
+        test = dict(pb_c_init=a.eval_pb_c_init, temperature=a.eval_temperature, dirichlet_alpha=a.eval_dirichlet_alpha)
+    train.update(shared, num_simulations=a.num_simulations)
+    test.update(shared, num_simulations=a.eval_num_simulations)
     return train, test
 
 
-def run_search(cfg: PlannerConfig, params, rng, root: mctx.RootFnOutput, recurrent_fn, legal):
-    invalid = ~legal
-    if cfg.policy == "gumbel":
-        return mctx.gumbel_muzero_policy(
-            params, rng, root, recurrent_fn, cfg.num_simulations, invalid_actions=invalid,
-            max_num_considered_actions=cfg.max_num_considered_actions, gumbel_scale=cfg.gumbel_scale,
-            qtransform=partial(mctx.qtransform_completed_by_mix_value, rescale_values=cfg.gumbel_rescale_q))
-    return mctx.muzero_policy(
-        params, rng, root, recurrent_fn, cfg.num_simulations, invalid_actions=invalid,
-        dirichlet_fraction=cfg.dirichlet_fraction, dirichlet_alpha=cfg.dirichlet_alpha,
-        pb_c_init=cfg.pb_c_init, pb_c_base=cfg.pb_c_base, temperature=cfg.temperature)
+def run_search(cfg: dict, params, rng, root: mctx.RootFnOutput, recurrent_fn, legal):
+    """A batch of searches with the planner of `cfg` (planner_configs); legal (B, |A^a|) applies at the root only."""
+    policy = mctx.gumbel_muzero_policy if "gumbel_scale" in cfg else mctx.muzero_policy
+    return policy(params, rng, root, recurrent_fn, invalid_actions=~legal, **cfg)
 
 
 class ActorState(NamedTuple):
@@ -622,8 +544,7 @@ class ActorState(NamedTuple):
 
 
 def make_recurrent_fn(net: MuZeroNet, gamma: float):
-    """MCTX's recurrent function: one step of the learned model (dynamics, then prediction), the next
-    node's value negated for the player who moved (discount -gamma)."""
+    """MCTX's recurrent function: one step of the learned model (dynamics, then prediction)."""
     s = net.support_size
 
     def recurrent_fn(params, rng, action, x):
@@ -633,13 +554,14 @@ def make_recurrent_fn(net: MuZeroNet, gamma: float):
             reward=categorical_to_scalar(jax.nn.softmax(reward_logits), s),
             discount=jnp.full(action.shape, -gamma, jnp.float32),
             prior_logits=policy_logits,
-            value=categorical_to_scalar(jax.nn.softmax(value_logits), s))
+            value=categorical_to_scalar(jax.nn.softmax(value_logits), s),
+        )
         return out, x
 
     return recurrent_fn
 
 
-def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float, keep_tree: bool = False):
+def make_act_fn(net: MuZeroNet, cfg: dict, gamma: float, keep_tree: bool = False, random_move_prob: float = 0.0):
     """One jitted function per acting step: history stacking, initial inference, search, action. Its last
     output is the search tree (mctx.Tree, with the root's embedding only) if `keep_tree`, else None: the
     evaluation keeps it for annotated videos and the analysis tools, the actors do not need it."""
@@ -654,14 +576,15 @@ def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float, keep_tree: boo
         frames = jnp.concatenate([frames[:, 1:], obs[:, None].astype(jnp.float32)], axis=1)
         x = net.apply(params, stack_history(frames, actions), method=MuZeroNet.represent)
         prior_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
-        root = mctx.RootFnOutput(prior_logits=prior_logits,
-                                 value=categorical_to_scalar(jax.nn.softmax(value_logits), s), embedding=x)
+        root = mctx.RootFnOutput(
+            prior_logits=prior_logits, value=categorical_to_scalar(jax.nn.softmax(value_logits), s), embedding=x
+        )
         out = run_search(cfg, params, rng, root, recurrent_fn, legal)
         root_value = out.search_tree.summary().value
         action = out.action
-        if cfg.random_move_prob > 0:  # exploration moves, from keys of their own: the search is the same
+        if random_move_prob > 0:  # exploration moves, from keys of their own: the search is the same
             explore_key, move_key = jax.random.split(jax.random.fold_in(rng, 1))
-            explore = jax.random.uniform(explore_key, action.shape) < cfg.random_move_prob
+            explore = jax.random.uniform(explore_key, action.shape) < random_move_prob
             action = jnp.where(explore, jax.random.categorical(move_key, jnp.where(legal, 0.0, -jnp.inf)), action)
         actions = jnp.concatenate([actions[:, 1:], action[:, None]], axis=1)
         tree = out.search_tree.replace(embeddings=x[:, None]) if keep_tree else None
@@ -671,8 +594,9 @@ def make_act_fn(net: MuZeroNet, cfg: PlannerConfig, gamma: float, keep_tree: boo
 
 
 def initial_actor_state(num_envs: int, history_length: int, obs_shape) -> ActorState:
-    return ActorState(jnp.zeros((num_envs, history_length, *obs_shape), jnp.float32),
-                      jnp.zeros((num_envs, history_length), jnp.int32))
+    return ActorState(
+        jnp.zeros((num_envs, history_length, *obs_shape), jnp.float32), jnp.zeros((num_envs, history_length), jnp.int32)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -700,25 +624,14 @@ def history_at(window: dict, center: int, history_length: int):
     frames and actions of an earlier episode replaced by zeros and the dummy action (4.3.4)."""
     L = history_length
     episode = jnp.cumsum(window["is_first"])
-    same = episode[center - L + 1: center + 1] == episode[center]
-    frames = window["obs"][center - L + 1: center + 1].astype(jnp.float32) * same[:, None, None, None]
-    acts = window["action"][center - L: center] * (episode[center - L: center] == episode[center])
+    same = episode[center - L + 1 : center + 1] == episode[center]
+    frames = window["obs"][center - L + 1 : center + 1].astype(jnp.float32) * same[:, None, None, None]
+    acts = window["action"][center - L : center] * (episode[center - L : center] == episode[center])
     return jax.tree.map(lambda a: a[0], stack_history(frames[None], acts[None]))
 
 
-def bootstrap_histories(window: dict, history_length: int, unroll_steps: int, td_steps: int):
-    """(K+1, ...): inputs of h at c+N .. c+K+N, whose values the N-step returns bootstrap from
-    when --value-bootstrap is target_network."""
-    c = history_length
-    return jax.tree.map(lambda *a: jnp.stack(a), *[history_at(window, j + td_steps, history_length)
-                                                    for j in range(c, c + unroll_steps + 1)])
-
-
-def compute_targets(window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float,
-                    bootstrap_values=None) -> Targets:
-    """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis).
-    bootstrap_values: (K+1,) values of the steps c+N .. c+K+N to bootstrap from; default: the root
-    values v* stored when those steps were played."""
+def compute_targets(window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float) -> Targets:
+    """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis)."""
     L, K, N = history_length, unroll_steps, td_steps
     c = L
     num_actions = window["policy"].shape[-1]
@@ -728,24 +641,22 @@ def compute_targets(window: dict, history_length: int, unroll_steps: int, td_ste
     rewards = jnp.where(same, window["reward"], 0.0)
     alive = same & ~window["is_last"]  # v* = 0 at and after the end
     values = jnp.where(alive, window["value"], 0.0)
-    if bootstrap_values is None:
-        bootstrap_values = values[c + N: c + K + N + 1]
-    else:
-        bootstrap_values = jnp.where(alive[c + N: c + K + N + 1], bootstrap_values, 0.0)
+    bootstrap_values = values[c + N : c + K + N + 1]
     dummy = jax.nn.one_hot(0, num_actions)
     policies = jnp.where(same[:, None], window["policy"], dummy)
-    discounts = (-gamma) ** jnp.arange(N)
+    discount = -gamma  # per ply: the players alternate
+    discounts = discount ** jnp.arange(N)
     # G^N_j = sum_{n<N} (-gamma)^n r_{j+n+1} + (-gamma)^N v_{j+N}, for j = c .. c+K
-    returns = jnp.stack([
-        jnp.sum(discounts * rewards[j + 1: j + N + 1]) + (-gamma)**N * bootstrap_values[j - c] for j in range(c, c + K + 1)
-    ])
+    returns = jnp.stack(
+        [jnp.sum(discounts * rewards[j + 1 : j + N + 1]) + discount**N * bootstrap_values[j - c] for j in range(c, c + K + 1)]
+    )
     return Targets(
         stacked=history_at(window, c, L),
         next_stacked=history_at(window, c + 1, L),
-        actions=actions[c: c + K],
-        rewards=rewards[c + 1: c + K + 1],
+        actions=actions[c : c + K],
+        rewards=rewards[c + 1 : c + K + 1],
         values=returns,
-        policies=policies[c: c + K + 1],
+        policies=policies[c : c + K + 1],
         consistency_mask=(~window["is_last"][c]).astype(jnp.float32),
         priority=jnp.abs(values[c] - returns[0]),
     )
@@ -798,17 +709,15 @@ def importance_weights(probs: np.ndarray, num_valid: int, beta: float = 1.0):
 
 
 class Replay:
-    def __init__(self, capacity: int, segment_steps: int, history_length: int, lookahead: int,
-                 obs_shape, num_actions: int, mode: str, alpha: float, eps: float, seed: int,
-                 beta: float = 1.0):
-        self.L, self.S = history_length, segment_steps
-        self.window = history_length + lookahead + 1
-        self.storage = empty_segments(capacity, history_length + segment_steps + lookahead, obs_shape, num_actions)
-        self.priorities = np.zeros((capacity, segment_steps), np.float32)
+    """`capacity` segments in FIFO order, each trainable position with its priority |v* - G^N| (4.3.14)."""
+
+    def __init__(self, args: Args, capacity: int, obs_shape, num_actions: int, seed):
+        self.L, self.S, self.args = args.history_length, args.num_steps, args
+        self.window = self.L + args.unroll_steps + args.td_steps + 1  # steps c-L .. c+K+N of a position c
+        self.storage = empty_segments(capacity, self.window - 1 + self.S, obs_shape, num_actions)
+        self.priorities = np.zeros((capacity, self.S), np.float32)
         self.capacity, self.next, self.size = capacity, 0, 0
-        self.mode, self.alpha, self.eps, self.beta = mode, alpha, eps, beta
-        self.rng = np.random.default_rng(seed)
-        self.probs = None
+        self.rng, self.probs = np.random.default_rng(seed), None
 
     def add(self, segments: dict, priorities: np.ndarray):
         for i in range(len(priorities)):
@@ -821,8 +730,9 @@ class Replay:
 
     def state(self) -> dict:
         """Everything a checkpoint needs to restore this replay exactly (contents, priorities, sampler)."""
-        return dict(storage=self.storage, priorities=self.priorities, next=self.next, size=self.size,
-                    rng=self.rng.bit_generator.state)
+        return dict(
+            storage=self.storage, priorities=self.priorities, next=self.next, size=self.size, rng=self.rng.bit_generator.state
+        )
 
     def load_state(self, state: dict):
         self.storage, self.priorities, self.next, self.size = (state[k] for k in ("storage", "priorities", "next", "size"))
@@ -831,8 +741,8 @@ class Replay:
 
     def trainable(self) -> np.ndarray:
         """(capacity, S) mask of positions whose step was really played."""
-        mask = self.storage["valid"][:, self.L: self.L + self.S].copy()
-        mask[self.size:] = False
+        mask = self.storage["valid"][:, self.L : self.L + self.S].copy()
+        mask[self.size :] = False
         return mask
 
     @property
@@ -840,14 +750,36 @@ class Replay:
         return int(self.trainable().sum())
 
     def sample(self, batch_size: int):
+        """A batch of windows (the fields of empty_segments, (B, L+K+N+1, ...)) and their importance weights (B,)."""
+        a = self.args
         if self.probs is None:
             valid = self.trainable().ravel()
-            self.probs = sampling_probabilities(self.priorities.ravel(), valid, self.mode, self.alpha, self.eps)
+            self.probs = sampling_probabilities(
+                self.priorities.ravel(), valid, a.sampling, a.priority_exponent, a.priority_epsilon
+            )
             self.num_valid = int(valid.sum())
         flat = self.rng.choice(self.probs.size, size=batch_size, p=self.probs)
-        seg, pos = np.divmod(flat, self.S)
-        batch = gather_windows(self.storage, seg, pos, self.window)
-        return batch, importance_weights(self.probs[flat], self.num_valid, self.beta).astype(np.float32)
+        batch = gather_windows(self.storage, *np.divmod(flat, self.S), self.window)
+        return batch, importance_weights(self.probs[flat], self.num_valid, a.importance_exponent).astype(np.float32)
+
+
+def batched_targets(args: Args):
+    """compute_targets over a batch of windows: (B, L+K+N+1, ...) -> Targets with a leading B axis."""
+    kw = dict(history_length=args.history_length, unroll_steps=args.unroll_steps, td_steps=args.td_steps)
+    return jax.vmap(partial(compute_targets, **kw, gamma=args.gamma))
+
+
+def add_with_priorities(replay: Replay, segments: dict, priority_fn):
+    """Stores segments (the fields of empty_segments) with the priority |v* - G^N| of each position (4.3.14)."""
+    n, S = len(segments["valid"]), replay.S
+    windows = gather_windows(segments, *np.divmod(np.arange(n * S), S), replay.window)  # (segment, position) pairs
+    replay.add(segments, np.asarray(priority_fn(windows)).reshape(n, S))
+
+
+def sample_batch(replays: list, batch_size: int):
+    """This process's share of a batch: an equal part from each actor thread's replay, in thread order."""
+    shares = [replay.sample(batch_size // len(replays)) for replay in replays]
+    return {k: np.concatenate([b[k] for b, _ in shares]) for k in shares[0][0]}, np.concatenate([w for _, w in shares])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -873,39 +805,27 @@ def cross_entropy(target_probs, logits):
     return -jnp.sum(target_probs * jax.nn.log_softmax(logits), axis=-1)
 
 
-def learner_devices(args: Args) -> list:
-    """The learner's devices in every process, process by process: pmap's device order."""
-    return [jax.local_devices(process_index=p)[i] for p in range(args.num_processes) for i in args.learner_device_ids]
-
-
 def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransformation):
-    """One pmapped update over the learner devices of all processes. Each device trains on its share of the
-    batch; lax.pmean averages the gradients, so every device (and process) applies the gradient of the whole
-    batch and keeps the same parameters. The state and the returned metrics carry a leading axis of this
-    process's learner devices; the window and weights are this process's share of the batch, (B/P, ...)."""
-    K, S = args.unroll_steps, args.support_size
-    targets_fn = jax.vmap(partial(compute_targets, history_length=args.history_length, unroll_steps=K,
-                                  td_steps=args.td_steps, gamma=args.gamma))
-    histories_fn = jax.vmap(partial(bootstrap_histories, history_length=args.history_length, unroll_steps=K,
-                                    td_steps=args.td_steps))
+    """One update pmapped over the learner devices of all processes: each device trains on its share of the
+    batch and lax.pmean averages the gradients, so every device applies the whole batch's gradient. The state
+    and the metrics carry a leading axis of this process's learner devices; the window and weights are this
+    process's share of the batch, (B/P, ...)."""
+    K, support_size = args.unroll_steps, args.support_size
+    targets_fn = batched_targets(args)
 
     def scalar(logits):
-        return categorical_to_scalar(jax.nn.softmax(logits), S)
+        return categorical_to_scalar(jax.nn.softmax(logits), support_size)
+
+    def categorical(x):
+        return scalar_to_categorical(x, support_size)
 
     def loss_fn(params, target_params, window, weights):
-        bootstrap_values = None
-        if args.value_bootstrap == "target_network":  # the value half of MuZero Reanalyze
-            stacked = histories_fn(window)  # frame planes (B, K+1, H, W, L*C), actions (B, K+1, L)
-            x = net.apply(target_params, jax.tree.map(lambda a: a.reshape(-1, *a.shape[2:]), stacked),
-                          method=MuZeroNet.represent)
-            _, value_logits = net.apply(target_params, x, method=MuZeroNet.predict)
-            bootstrap_values = jax.lax.stop_gradient(scalar(value_logits).reshape(stacked[1].shape[:2]))
-        t = targets_fn(window, bootstrap_values=bootstrap_values)
+        t = targets_fn(window)
         x = net.apply(params, t.stacked, method=MuZeroNet.represent)
         policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
         value_prediction = scalar(value_logits)
         policy_loss = cross_entropy(t.policies[:, 0], policy_logits)
-        value_loss = cross_entropy(scalar_to_categorical(t.values[:, 0], S), value_logits)
+        value_loss = cross_entropy(categorical(t.values[:, 0]), value_logits)
         reward_loss, reward_predictions = 0.0, []
         for k in range(1, K + 1):
             x = scale_gradient(x, 0.5)  # halve the gradient entering each dynamics call
@@ -914,21 +834,25 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
                 x_one = x
             policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
             policy_loss += cross_entropy(t.policies[:, k], policy_logits) / K
-            value_loss += cross_entropy(scalar_to_categorical(t.values[:, k], S), value_logits) / K
-            reward_loss += cross_entropy(scalar_to_categorical(t.rewards[:, k - 1], S), reward_logits)
+            value_loss += cross_entropy(categorical(t.values[:, k]), value_logits) / K
+            reward_loss += cross_entropy(categorical(t.rewards[:, k - 1]), reward_logits)
             reward_predictions.append(scalar(reward_logits))
         # self-consistency: projected x^1_t towards the (stop-gradient, target-network) x^0_{t+1}
         projected = net.apply(params, x_one, method=MuZeroNet.project).reshape(x_one.shape[0], -1)
-        x_next = jax.lax.stop_gradient(
-            net.apply(target_params, t.next_stacked, method=MuZeroNet.represent)).reshape(x_one.shape[0], -1)
-        consistency_loss = optax.losses.cosine_distance(projected, x_next, epsilon=1e-8) * t.consistency_mask
-        per_sample = (policy_loss + args.value_coef * value_loss + args.reward_coef * reward_loss
-                      + args.consistency_coef * consistency_loss)
+        x_next = net.apply(target_params, t.next_stacked, method=MuZeroNet.represent).reshape(x_one.shape[0], -1)
+        consistency_loss = optax.losses.cosine_distance(projected, jax.lax.stop_gradient(x_next), epsilon=1e-8)
+        consistency_loss = consistency_loss * t.consistency_mask
+        per_sample = (
+            policy_loss
+            + args.value_coef * value_loss
+            + args.reward_coef * reward_loss
+            + args.consistency_coef * consistency_loss
+        )
         l2 = sum(jnp.sum(p**2) for p in jax.tree.leaves(params))
         loss = jnp.mean(weights * per_sample) + args.l2_coef * l2
         reward_errors = jnp.abs(jnp.stack(reward_predictions, axis=1) - t.rewards)  # (B, K), as t.rewards
         rewarding = t.rewards != 0
-        metrics = {
+        return loss, {
             "losses/total_loss": loss,
             "losses/policy_loss": jnp.mean(policy_loss),
             "losses/value_loss": jnp.mean(value_loss),
@@ -944,9 +868,10 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
             "losses/rewarding_share": jnp.mean(rewarding),
             "losses/importance_weight": jnp.mean(weights),
         }
-        return loss, metrics
 
-    @partial(jax.pmap, axis_name="batch", devices=learner_devices(args))
+    devices = [jax.local_devices(process_index=p)[i] for p in range(args.num_processes) for i in args.learner_device_ids]
+
+    @partial(jax.pmap, axis_name="batch", devices=devices)  # the learner devices of every process, process by process
     def update(state: TrainState, window, weights):
         grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, state.target_params, window, weights)
         grads, metrics = jax.lax.pmean((grads, metrics), "batch")  # the whole batch's mean
@@ -957,11 +882,9 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
         target_params = optax.periodic_update(params, state.target_params, step, args.target_update_interval)
         return TrainState(params, target_params, opt_state, step), metrics
 
-    n = len(args.learner_device_ids)
-
     def split_update(state: TrainState, window: dict, weights: np.ndarray):
-        window, weights = jax.tree.map(lambda x: x.reshape(n, -1, *x.shape[1:]), (window, weights))
-        return update(state, window, weights)
+        n = len(args.learner_device_ids)
+        return update(state, *jax.tree.map(lambda x: x.reshape(n, -1, *x.shape[1:]), (window, weights)))
 
     return split_update
 
@@ -976,38 +899,15 @@ def unreplicate(tree):
     return jax.tree.map(lambda x: np.asarray(x[0]), tree)
 
 
-def make_priority_fn(args: Args):
-    targets_fn = jax.vmap(partial(compute_targets, history_length=args.history_length,
-                                  unroll_steps=args.unroll_steps, td_steps=args.td_steps, gamma=args.gamma))
-    return jax.jit(lambda window: targets_fn(window).priority)
-
-
-def add_with_priorities(replay: Replay, segments: dict, priority_fn):
-    """Stores segments in replay with the priority |v* - G^N| of each of their positions (4.3.14)."""
-    n, S = len(segments["valid"]), replay.S
-    windows = gather_windows(segments, *np.divmod(np.arange(n * S), S), replay.window)  # (segment, position) pairs
-    replay.add(segments, np.asarray(priority_fn(windows)).reshape(n, S))
-
-
-def sample_batch(replays: list, batch_size: int):
-    """This process's share of a batch: an equal part from each actor thread's replay, in thread order."""
-    shares = [replay.sample(batch_size // len(replays)) for replay in replays]
-    return {k: np.concatenate([b[k] for b, _ in shares]) for k in shares[0][0]}, np.concatenate([w for _, w in shares])
-
-
 # ---------------------------------------------------------------------------------------------
-# Actor threads (Cleanba): each acts with parameters exactly one version behind the learner.
+# Actor threads (Cleanba): each acts with parameters exactly one version behind the learner
 # ---------------------------------------------------------------------------------------------
 class Rollout(NamedTuple):
     segments: dict  # the fields of empty_segments, (num_envs, L + S + K + N, ...)
-    episode_returns: list
+    episode_returns: list  # of the episodes that ended in this iteration
     episode_lengths: list
-    root_value: float
-    policy_entropy: float
-    params_wait: float
-    put_wait: float
-    actor_time: float
-    snapshot: dict | None  # the actor's whole state after this iteration, when a checkpoint is due
+    scalars: dict  # charts/root_value, charts/policy_entropy (means) and the thread's stats/actor_* (seconds)
+    snapshot: dict | None  # the actor's state after this iteration, when a checkpoint is due
 
 
 class Stopped(Exception):
@@ -1035,53 +935,50 @@ def queue_put(q: queue.Queue, item, other_alive):
 
 
 def checkpoint_due(args: Args, iteration: int, num_iterations: int) -> bool:
-    """A checkpoint is written after the iterations whose steps cross a multiple of --checkpoint-interval
-    (not after the last one: the run is then complete)."""
+    """After the iterations whose steps cross a multiple of --checkpoint-interval, but not after the last one."""
     if not args.checkpoint_interval or iteration >= num_iterations:
         return False
     steps = args.num_envs * args.num_steps * global_threads(args)
     return iteration * steps // args.checkpoint_interval > (iteration - 1) * steps // args.checkpoint_interval
 
 
-def actor_loop(args: Args, thread: int, act_fn, pending_params: list, params_queue: queue.Queue,
-               rollout_queue: queue.Queue, learner_alive, first_iteration: int, num_iterations: int, key,
-               snapshot: dict | None = None):
-    """Actor thread `thread` of this process: plays iterations first_iteration .. num_iterations. Iteration k
-    acts with the parameters the learner put after its iteration k-2 (the initial ones for k <= 2): those
-    in `pending_params` (a fresh run: [initial, initial]; a resumed one: the checkpoint's), then the queue's.
-    `snapshot` (from a checkpoint) restores environments, history, segments and key."""
+SNAPSHOT = ("envs", "segments", "state", "step", "episodes", "key")  # an actor thread's whole state, in checkpoints
+
+
+def actor_loop(args: Args, thread: int, act_fn, pending_params: list, queues, learner_alive, iterations: range, key, snapshot):
+    """Actor thread `thread` of this process, for `iterations`. Iteration k acts with the parameters the learner put
+    after its iteration k-2 (the initial ones for k <= 2): those in `pending_params`, then those of the params queue
+    (queues: params, rollouts). `snapshot` (from a checkpoint) restores environments, history, segments and key."""
     device = jax.local_devices()[args.actor_device_ids[thread % len(args.actor_device_ids)]]
+    params_queue, rollout_queue = queues
+    n, L, S = args.num_envs, args.history_length, args.num_steps
+    span = L + S + args.unroll_steps + args.td_steps
     try:
         with jax.default_device(device):  # environment inputs go straight to the actor's device
-            n, L, S = args.num_envs, args.history_length, args.num_steps
-            span = L + S + args.unroll_steps + args.td_steps
             if snapshot is None:
                 envs = BreakthroughVecEnv(args.board_size, n)
                 segments = empty_segments(n, span, envs.obs_shape, envs.num_actions)
-                state = initial_actor_state(n, L, envs.obs_shape)
-                step = envs.step(np.zeros(n, np.int32))
+                state, step = initial_actor_state(n, L, envs.obs_shape), envs.step(np.zeros(n, np.int32))
                 episodes = EpisodeTracker(n)
             else:
-                envs, segments, state, step, episodes, key = (
-                    snapshot[k] for k in ("envs", "segments", "state", "step", "episodes", "key"))
+                envs, segments, state, step, episodes, key = (snapshot[k] for k in SNAPSHOT)
                 state = jax.tree.map(jnp.asarray, state)
             put_wait = 0.0
-            for iteration in range(first_iteration, num_iterations + 1):
+            for iteration in iterations:
                 start = time.time()
                 params = pending_params.pop(0) if pending_params else queue_get(params_queue, learner_alive)
                 params = jax.device_put(params, device)
                 params_wait = time.time() - start
-                for k in segments:
-                    segments[k] = np.roll(segments[k], -S, axis=1)
+                segments = {k: np.roll(v, -S, axis=1) for k, v in segments.items()}
                 returns, lengths, root_values, entropies = [], [], [], []
                 for t in range(span - S, span):
                     key, sub = jax.random.split(key)
-                    legal = envs.legal_actions(step.is_last)
-                    state, action, root_value, policy, _ = act_fn(params, state, step.obs, step.is_first, legal, sub)
+                    state, action, root_value, policy, _ = act_fn(
+                        params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub
+                    )
                     action, root_value, policy = np.asarray(action), np.asarray(root_value), np.asarray(policy)
-                    played = dict(obs=step.obs, reward=step.reward, is_first=step.is_first, is_last=step.is_last,
-                                  action=action, value=root_value, policy=policy, valid=True)
-                    for k, v in played.items():
+                    played = (step.obs, step.reward, step.is_first, step.is_last, action, root_value, policy, True)
+                    for k, v in zip(segments, played):  # in the order of empty_segments' fields
                         segments[k][:, t] = v
                     _, finished_returns, finished_lengths = episodes.update(step)
                     returns += finished_returns.tolist()
@@ -1089,15 +986,19 @@ def actor_loop(args: Args, thread: int, act_fn, pending_params: list, params_que
                     root_values.append(root_value.mean())
                     entropies.append(-np.sum(policy * np.log(policy + 1e-12), -1).mean())
                     step = envs.step(action)
-                actor_time = time.time() - start
+                scalars = {
+                    "charts/root_value": float(np.mean(root_values)),
+                    "charts/policy_entropy": float(np.mean(entropies)),
+                    "stats/actor_params_queue_wait": params_wait,
+                    "stats/actor_rollout_queue_put_wait": put_wait,
+                    "stats/actor_time": time.time() - start,
+                }
                 snap = None
-                if checkpoint_due(args, iteration, num_iterations):
-                    snap = copy.deepcopy(dict(envs=envs, segments=segments, state=jax.device_get(state), step=step,
-                                              episodes=episodes, key=np.asarray(key)))
+                if checkpoint_due(args, iteration, iterations.stop - 1):
+                    snap = copy.deepcopy(dict(zip(SNAPSHOT, (envs, segments, jax.device_get(state), step, episodes, key))))
+                rollout = Rollout({k: v.copy() for k, v in segments.items()}, returns, lengths, scalars, snap)
                 t0 = time.time()
-                queue_put(rollout_queue, Rollout({k: v.copy() for k, v in segments.items()}, returns, lengths,
-                                                 float(np.mean(root_values)), float(np.mean(entropies)),
-                                                 params_wait, put_wait, actor_time, snap), learner_alive)
+                queue_put(rollout_queue, rollout, learner_alive)
                 put_wait = time.time() - t0  # reported with the next rollout
     except Stopped:  # the learner has ended; it reports its own error
         pass
@@ -1109,8 +1010,8 @@ def actor_loop(args: Args, thread: int, act_fn, pending_params: list, params_que
 
 
 def collect(rollout_queues: list, actors: list) -> list:
-    """One rollout from each actor thread, in thread order (the data a run sees does not depend on which
-    thread is first); an actor's error is raised here."""
+    """One rollout from each actor thread, in thread order (the data a run sees does not depend on which thread
+    is first); an actor's error is raised here."""
     rollouts = []
     for t, (q, actor) in enumerate(zip(rollout_queues, actors)):
         try:
@@ -1127,13 +1028,23 @@ def collect(rollout_queues: list, actors: list) -> list:
 # ---------------------------------------------------------------------------------------------
 CHECKPOINT_FILE = "checkpoint.pkl"
 # flags that do not change what a run computes: a resumed run may set them differently
-RESUME_FREE_FLAGS = {"resume", "track", "wandb_project_name", "wandb_entity", "capture_video", "save_model",
-                     "log_interval", "checkpoint_interval", "coordinator_address"}
+RESUME_FREE_FLAGS = {
+    "resume",
+    "track",
+    "wandb_project_name",
+    "wandb_entity",
+    "capture_video",
+    "save_model",
+    "log_interval",
+    "checkpoint_interval",
+    "coordinator_address",
+}
 
 
 @dataclass
 class Progress:
     """The learner's counters, kept in checkpoints."""
+
     next_eval: int
     iteration: int = 0
     sample_credit: float = 0.0  # samples owed to the learner by the steps played so far
@@ -1152,29 +1063,17 @@ class CheckpointUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-def write_checkpoint(path: str, payload: dict):
-    """Atomic: a kill during the write leaves the previous checkpoint in place."""
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def process_dir(run_dir: str, args: Args) -> str:
-    """Where a process writes its events and checkpoint: the run's directory for process 0, a
-    subdirectory `process_{i}` for the others."""
+    """Where a process writes its events and checkpoint: the run's directory for process 0, `process_{i}` in it else."""
     return run_dir if args.process_id == 0 else os.path.join(run_dir, f"process_{args.process_id}")
 
 
 def read_checkpoint(args: Args) -> dict:
-    """Loads `--resume`'s checkpoint (this process's) and checks it belongs to this configuration; stops
-    with exit status 2 and a message naming the flag otherwise. (A checkpoint is a pickle: load only your own.)"""
+    """This process's checkpoint of `--resume`, refused with fail() if it is missing, broken or of other flags.
+    (A checkpoint is a pickle: load only your own.)"""
     path = os.path.join(process_dir(args.resume, args), CHECKPOINT_FILE)
     if not os.path.isfile(path):
-        fail(f"--resume {args.resume}: no checkpoint there ({path} does not exist; checkpoints are written by "
-             f"runs started with --checkpoint-interval N)")
+        fail(f"--resume {args.resume}: no checkpoint there ({path}; runs write them with --checkpoint-interval N)")
     try:
         with open(path, "rb") as f:
             checkpoint = CheckpointUnpickler(f).load()
@@ -1182,27 +1081,46 @@ def read_checkpoint(args: Args) -> dict:
     except Exception as e:
         fail(f"--resume {args.resume}: {path} is truncated or not a checkpoint of this script ({type(e).__name__}: {e})")
     given = asdict(args)
-    differ = [k for k in given if k not in RESUME_FREE_FLAGS and saved.get(k) != given[k]]
+    differ = [
+        f"--{k.replace('_', '-')} {saved.get(k)!r} (now {v!r})"
+        for k, v in given.items()
+        if k not in RESUME_FREE_FLAGS and saved.get(k) != v
+    ]
     if differ:
-        fail(f"--resume {args.resume}: the checkpoint was written with other flags: " + ", ".join(
-            f"--{k.replace('_', '-')} {saved.get(k)!r} (this command: {given[k]!r})" for k in differ)
-            + "; resume with the run's own flags")
+        fail(f"--resume {args.resume}: the checkpoint was written with other flags: {', '.join(differ)}")
     return checkpoint
 
 
-def save_checkpoint(writer: SummaryWriter, run_dir: str, payload: dict, global_step: int) -> SummaryWriter:
-    """Writes `payload` to the run's checkpoint once every event up to this step is on disk (tensorboardX's
-    flush() does not wait for its queue, close() does); the run goes on in a new events file, returned."""
-    start = time.time()
+def save_checkpoint(
+    writer, args: Args, wandb_run, p: Progress, state, replays: list, acting_params, rollouts: list, step: int
+):
+    """Everything the run needs to continue, written atomically (a kill leaves the previous checkpoint) once every
+    event up to now is on disk: tensorboardX's flush() does not wait for its queue, close() does. The run goes on
+    in a new events file, whose writer is returned."""
+    start, run_dir = time.time(), writer.logdir
+    path = os.path.join(run_dir, CHECKPOINT_FILE)
     writer.close()
-    writer = SummaryWriter(run_dir, filename_suffix=f".{payload['progress'].iteration}")
-    write_checkpoint(os.path.join(run_dir, CHECKPOINT_FILE), payload)
-    writer.add_scalar("stats/checkpoint_time", time.time() - start, global_step)
+    writer = SummaryWriter(run_dir, filename_suffix=f".{p.iteration}")
+    payload = dict(
+        args=asdict(args),
+        wandb_id=wandb_run.id if wandb_run else None,
+        progress=replace(p, metrics=jax.device_get(p.metrics)),
+        train_state=unreplicate(state),
+        replay=[r.state() for r in replays],
+        acting_params=jax.device_get(acting_params),
+        actor=[r.snapshot for r in rollouts],
+    )
+    with open(path + ".tmp", "wb") as f:
+        pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(path + ".tmp", path)
+    writer.add_scalar("stats/checkpoint_time", time.time() - start, step)
     return writer
 
 
 # ---------------------------------------------------------------------------------------------
-# Evaluation, saving and loading
+# Evaluation and saving (loading a saved model, GIFs and search trees: muzero_tools.py)
 # ---------------------------------------------------------------------------------------------
 class SearchPlayer:
     """The agent with a planner (the evaluation one). It searches at every ply of every game, the
@@ -1230,8 +1148,8 @@ class BotPlayer:
 
     def __init__(self, game, simulations: int, seed):
         self.rng = np.random.RandomState(env_seeds(seed, 1)[0])
-        self.bot = None if simulations == 0 else mcts.MCTSBot(
-            game, 2.0, simulations, mcts.RandomRolloutEvaluator(1, self.rng), solve=True, random_state=self.rng)
+        rollout = mcts.RandomRolloutEvaluator(1, self.rng)
+        self.bot = mcts.MCTSBot(game, 2.0, simulations, rollout, solve=True, random_state=self.rng) if simulations else None
 
     def __call__(self, envs, step: Step, legal, mine):
         actions = np.zeros(len(mine), np.int32)
@@ -1244,7 +1162,8 @@ class BotPlayer:
 
 
 class Recording(NamedTuple):
-    """One evaluation game as the annotated video shows it (thesis 4.5), ply by ply."""
+    """One evaluation game ply by ply, as the annotated video shows it (thesis 4.5)."""
+
     frames: list  # the observation at each step
     trees: list  # the search made at that step (mctx.Tree of this game alone, root embedding only)
     actions: list  # the action taken
@@ -1271,7 +1190,7 @@ def play_games(players: tuple, board_size: int, num_games: int, record: bool = F
         for player in players:
             player.played(action)
         if record and not done[0]:
-            recording.frames.append(step.obs[0])
+            recording.frames.append(step.obs[0][..., :2])  # the planes of black's and white's pieces
             recording.trees.append(jax.tree.map(lambda x: np.asarray(x[:1]), players[0].tree))
             recording.actions.append(int(action[0]))
         ended = step.is_last & ~done
@@ -1285,8 +1204,7 @@ def play_games(players: tuple, board_size: int, num_games: int, record: bool = F
 OPPONENTS = ("random", "mcts")
 
 
-def evaluate_policy(act_fn, params, args: Args, opponent: str, num_games: int, seed: tuple[int, ...],
-                    record: bool = False):
+def evaluate_policy(act_fn, params, args: Args, opponent: str, num_games: int, seed: tuple[int, ...], record: bool = False):
     """Plays `num_games` games against `opponent` (random or MCTSBot with --eval-mcts-simulations), both
     colours equally. `seed` fixes the search noise and the opponent. Returns play_games' output."""
     envs = BreakthroughVecEnv(args.board_size, 1)
@@ -1295,164 +1213,141 @@ def evaluate_policy(act_fn, params, args: Args, opponent: str, num_games: int, s
     return play_games((agent, BotPlayer(envs.game, simulations, (*seed, 2))), args.board_size, num_games, record)
 
 
-def search_numbers(tree, action: int) -> dict:
-    """The numbers of one search at its root (the tree of one game): the action taken, v* (the root value after
-    the search) and, per action, the prior p the search started from (after the legal mask and any root
-    noise), the predicted reward r, the visit count N and Q = r + discount * value of the child (0 if not
-    visited)."""
-    summary = tree.summary()
-    return {"action": action, "value": float(summary.value[0]),
-            "prior": np.asarray(jax.nn.softmax(tree.children_prior_logits[0, 0])),
-            "reward": np.asarray(tree.children_rewards[0, 0]), "visits": np.asarray(summary.visit_counts[0]).astype(int),
-            "q": np.asarray(summary.qvalues[0])}
+def log_evaluation(writer: SummaryWriter, eval_act_fn, params, args: Args, iteration: int, global_step: int) -> str:
+    """Plays --eval-games games against each opponent (seeded by the iteration), both colours equally, logs
+    charts/eval_win_rate_*, saves the first game against MCTS as an annotated GIF with --capture-video; returns
+    the result for the console."""
+    summary = "win_rate:"
+    for i, opponent in enumerate(OPPONENTS):
+        seed, record = (args.seed, 1, iteration, i), args.capture_video and opponent == "mcts"
+        scores, colour, recording = evaluate_policy(eval_act_fn, params, args, opponent, args.eval_games, seed, record)
+        writer.add_scalar(f"charts/eval_win_rate_{opponent}", float(np.mean(scores)), global_step)
+        for side, name in enumerate(("black", "white")):
+            rate = float(np.mean(scores[colour == side]))
+            writer.add_scalar(f"charts/eval_win_rate_{opponent}_as_{name}", rate, global_step)
+        if record:
+            from muzero_tools import save_gif
 
-
-def annotation_lines(numbers: dict, step: int, action_names: list, rows: int = 6) -> list[str]:
-    """The text beside an annotated frame: the step, the action taken with its predicted reward, v*, then the
-    `rows` actions with the most visits (legal ones only) with p, N and Q."""
-    a = numbers["action"]
-    lines = [f"step {step}  action {action_names[a]}", f"v* {numbers['value']:+.3f}  r {numbers['reward'][a]:+.3f}",
-             f"{'action':8}{'p':>5}{'N':>4}{'Q':>7}"]
-    for b in np.lexsort((-numbers["prior"], -numbers["visits"]))[:rows]:
-        if numbers["prior"][b] > 0:
-            lines.append(f"{action_names[b][:8]:8}{numbers['prior'][b]:5.2f}{numbers['visits'][b]:4d}{numbers['q'][b]:+7.3f}")
-    return lines
-
-
-def save_gif(recording: Recording, path: str, annotate: bool = True):
-    """A Recording as an animated GIF: each observation in one colour per channel (as minatar's display) and,
-    if `annotate`, a panel beside it with the search's numbers at that step (annotation_lines)."""
-    import matplotlib
-    from PIL import Image, ImageDraw
-
-    c = 2  # the planes of black's and white's pieces (the others: empty squares, the player to move)
-    palette = np.vstack([[0, 0, 0], np.asarray(matplotlib.colormaps["cubehelix"](np.linspace(0.2, 0.9, c)))[:, :3]])
-    images = []
-    for t, (f, tree, a) in enumerate(zip(recording.frames, recording.trees, recording.actions)):
-        index = np.max(f[..., :c] * (np.arange(c) + 1), axis=-1).astype(int)
-        image = Image.fromarray((palette[index] * 255).astype(np.uint8)).resize((160, 160), Image.NEAREST)
-        if annotate:
-            panel = Image.new("RGB", (160 + 190, 160), "white")
-            panel.paste(image)
-            lines = annotation_lines(search_numbers(tree, a), t, recording.action_names)
-            ImageDraw.Draw(panel).multiline_text((166, 4), "\n".join(lines), fill="black", spacing=3)
-            image = panel
-        images.append(image)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    images[0].save(path, save_all=True, append_images=images[1:], duration=400 if annotate else 50, loop=0)
+            save_gif(recording, f"videos/{os.path.basename(writer.logdir)}/eval_{global_step}.gif")
+        summary += f" {opponent}={np.mean(scores):.2f}"
+    return summary
 
 
 def save_model(path: str, args: Args, params):
+    """The parameters (flax bytes) and, beside them, the flags as JSON: muzero_tools.load_model reads both."""
     with open(path, "wb") as f:
         f.write(flax.serialization.to_bytes(params))
     with open(path + ".json", "w") as f:
         json.dump(asdict(args), f, indent=2)
 
 
-def load_model(path: str):
-    """Returns (args, network, params) saved by --save-model."""
-    with open(path + ".json") as f:
-        args = Args(**json.load(f))
-    net = make_network(args, BreakthroughVecEnv(args.board_size, 1).num_actions)
-    template = init_params(net, args, jax.random.PRNGKey(0))
-    with open(path, "rb") as f:
-        params = flax.serialization.from_bytes(template, f.read())
-    return args, net, params
-
-
-def evaluate(model_path: str, eval_games: int = 10, seed: int = 0, opponent: str = "random"):
-    """Loads a saved model and plays `eval_games` games against `opponent` with its evaluation planner;
-    returns the model's score in each (1 win, 0 loss)."""
-    args, net, params = load_model(model_path)
-    act_fn = make_act_fn(net, planner_configs(args)[1], args.gamma)
-    scores, _, _ = evaluate_policy(act_fn, params, args, opponent, eval_games, (seed,))
-    return scores
-
-
-def log_evaluation(writer: SummaryWriter, eval_act_fn, params, args: Args, iteration: int, global_step: int,
-                   run_name: str) -> str:
-    """Plays --eval-games games against each opponent (seeded by the iteration), both colours equally, logs
-    charts/eval_win_rate_*, saves the first game against MCTS as an annotated GIF with --capture-video; returns
-    the result for the console."""
-    summary = "win_rate:"
-    for i, opponent in enumerate(OPPONENTS):
-        scores, colour, recording = evaluate_policy(eval_act_fn, params, args, opponent, args.eval_games,
-                                                    (args.seed, 1, iteration, i), record=args.capture_video and opponent == "mcts")
-        writer.add_scalar(f"charts/eval_win_rate_{opponent}", float(np.mean(scores)), global_step)
-        for side, name in enumerate(("black", "white")):
-            writer.add_scalar(f"charts/eval_win_rate_{opponent}_as_{name}", float(np.mean(scores[colour == side])),
-                              global_step)
-        if args.capture_video and opponent == "mcts":
-            save_gif(recording, f"videos/{run_name}/eval_{global_step}.gif")
-        summary += f" {opponent}={np.mean(scores):.2f}"
-    return summary
-
-
 # ---------------------------------------------------------------------------------------------
 # Learner (main thread)
 # ---------------------------------------------------------------------------------------------
 def open_run(args: Args, checkpoint: dict | None, steps_per_iteration: int, num_iterations: int):
-    """The run's name, this process's directory and TensorBoard writer, and the W&B run id (process 0 tracks).
-    A resumed run goes on in its directory and stream: events logged after its checkpoint are dropped
-    (purge_step), so the stream reads as one uninterrupted run."""
+    """This process's run directory and TensorBoard writer, and the W&B run (process 0 tracks). A resumed run goes on
+    in its directory and stream: events logged after its checkpoint are dropped (purge_step)."""
     if checkpoint is None:
         started = int(time.time())
         if args.num_processes > 1:  # one run name in every process: process 0's clock
             started = int(multihost_utils.broadcast_one_to_all(np.int32(started)))
-        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{started}"
-        run_dir = process_dir(f"runs/{run_name}", args)
+        run_dir = process_dir(f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{started}", args)
     else:
-        run_name = os.path.basename(os.path.normpath(args.resume))
         run_dir = process_dir(os.path.normpath(args.resume), args)
-    wandb_id = checkpoint["wandb_id"] if checkpoint else None
+    wandb_run = None
     if args.track and args.process_id == 0:
         import wandb
 
-        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
-                   config=vars(args), name=run_name, save_code=True, id=wandb_id, resume="allow")
-        wandb_id = wandb.run.id  # kept in checkpoints: a resumed run continues the same W&B run
+        wandb_run = wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=os.path.basename(run_dir),
+            save_code=True,
+            id=checkpoint["wandb_id"] if checkpoint else None,  # a resumed run continues the same W&B run
+            resume="allow",
+        )
     resumed_at = checkpoint["progress"].iteration * steps_per_iteration if checkpoint else 0  # environment steps
-    # made here, not by SummaryWriter: its check-then-makedirs races with process 1 making run_dir/process_1
-    os.makedirs(run_dir, exist_ok=True)
+    os.makedirs(run_dir, exist_ok=True)  # not by SummaryWriter, whose check-then-makedirs races with process_1's
     writer = SummaryWriter(run_dir, purge_step=resumed_at + 1 if checkpoint else None)
     if checkpoint is None:
-        writer.add_text("hyperparameters", "|param|value|\n|-|-|\n%s" % "\n".join(
-            [f"|{key}|{value}|" for key, value in vars(args).items()]))
-    updates = [f"{replay_ratio_at(args, s) * steps_per_iteration / args.batch_size:g}" for s in (0, args.total_timesteps)]
-    print(f"run: {run_dir}{' (resumed at step %d)' % resumed_at if checkpoint else ''}\n"
-          f"watch it: tensorboard --logdir runs\n"
-          f"compiling the acting and update functions (about a minute on a 2-core CPU); then "
-          f"{' -> '.join(dict.fromkeys(updates))} updates per actor iteration of "
-          f"{steps_per_iteration} steps, {num_iterations} iterations, a progress line every {args.log_interval:g} s",
-          flush=True)
-    return run_name, run_dir, writer, wandb_id
+        rows = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
+        writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{rows}")
+    print(
+        f"run: {run_dir}{f' (resumed at step {resumed_at})' if checkpoint else ''}\nwatch it: tensorboard --logdir runs\n"
+        f"compiling the acting and update functions (about a minute on a 2-core CPU); then "
+        f"{args.replay_ratio * steps_per_iteration / args.batch_size:g} updates per actor iteration of "
+        f"{steps_per_iteration} steps, {num_iterations} iterations, a progress line every {args.log_interval:g} s",
+        flush=True,
+    )
+    return run_dir, writer, wandb_run
 
 
-def log_iteration(writer: SummaryWriter, p: Progress, rollouts: list, replays: list, global_step: int,
-                  elapsed: float, waits: dict, console: bool):
-    """The iteration's charts/, losses/ and stats/ (the docs page lists them) and, if `console`, a progress line."""
+def log_iteration(writer, p: Progress, rollouts: list, replays: list, global_step: int, times: tuple, console: bool):
+    """The iteration's charts/, losses/ and stats/ (the docs page lists them) and, if `console`, a progress line.
+    times: when the run started, the learner started waiting for rollouts, got them, and put the parameters."""
+    start, wait, got, put = times
+    elapsed = time.time() - start
+    waits = {
+        "learner_rollout_queue_wait": got - wait,
+        "learner_params_queue_put_wait": time.time() - put,
+        "learner_time": time.time() - got,
+    }
     for rollout in rollouts:
         for ret, length in zip(rollout.episode_returns, rollout.episode_lengths):
             writer.add_scalar("charts/episodic_return", ret, global_step)
             writer.add_scalar("charts/episodic_length", length, global_step)
     scalars = {k: float(v[0]) for k, v in p.metrics.items()}  # pmean'd: the same on every learner device
-    scalars.update({"charts/SPS": int(global_step / elapsed), "charts/num_updates": p.num_updates,
-                    "charts/root_value": np.mean([r.root_value for r in rollouts]),
-                    "charts/policy_entropy": np.mean([r.policy_entropy for r in rollouts]),
-                    **{f"stats/{k}": v for k, v in waits.items()},
-                    "stats/replay_size": sum(r.num_trainable for r in replays)})
-    for t, rollout in enumerate(rollouts):  # each actor thread's own (thread 0's with no suffix)
-        suffix = f"_thread{t}" if t else ""
-        scalars.update({f"stats/actor_params_queue_wait{suffix}": rollout.params_wait,
-                        f"stats/actor_rollout_queue_put_wait{suffix}": rollout.put_wait,
-                        f"stats/actor_time{suffix}": rollout.actor_time})
+    scalars.update({f"stats/{k}": v for k, v in waits.items()})
+    scalars.update(
+        {
+            "charts/SPS": int(global_step / elapsed),
+            "charts/num_updates": p.num_updates,
+            "stats/replay_size": sum(r.num_trainable for r in replays),
+        }
+    )
+    for k in rollouts[0].scalars:  # charts/ the mean over the actor threads, stats/ each thread's (thread 0 unsuffixed)
+        if k.startswith("charts/"):
+            scalars[k] = np.mean([r.scalars[k] for r in rollouts])
+        else:
+            scalars.update({k + (f"_thread{t}" if t else ""): r.scalars[k] for t, r in enumerate(rollouts)})
     for k, v in scalars.items():
         writer.add_scalar(k, v, global_step)
     if console:
-        mean_ret = np.mean(p.train_returns) if p.train_returns else float("nan")
-        print(f"step={global_step} SPS={int(global_step / elapsed)} updates={p.num_updates} "
-              f"first_player_return={mean_ret:.2f} {p.eval_summary} loss={scalars.get('losses/total_loss', np.nan):.3f} "
-              f"waits: learner={waits['learner_rollout_queue_wait']:.2f}s actor={rollouts[0].params_wait:.2f}s", flush=True)
+        mean_return = np.mean(p.train_returns) if p.train_returns else float("nan")
+        print(
+            f"step={global_step} SPS={int(global_step / elapsed)} updates={p.num_updates} first_player_return="
+            f"{mean_return:.2f} {p.eval_summary} loss={scalars.get('losses/total_loss', np.nan):.3f} waits: "
+            f"learner={waits['learner_rollout_queue_wait']:.2f}s actor={scalars['stats/actor_params_queue_wait']:.2f}s",
+            flush=True,
+        )
+
+
+def start_actors(args: Args, act_fn, acting_params: list, iterations: range, keys: list, snapshots: list, learner_done):
+    """This process's actor threads (`keys`: one for each of all processes' threads), started, and their (params,
+    rollouts) queues. Each thread stops waiting on its queues once the `learner_done` event is set."""
+
+    def learner_alive():
+        return not learner_done.is_set()
+
+    queues, actors = [], []
+    for t in range(args.num_actor_threads):
+        queues.append((queue.Queue(maxsize=1), queue.Queue(maxsize=1)))
+        key = keys[args.process_id * args.num_actor_threads + t]
+        thread_args = (args, t, act_fn, list(acting_params), queues[t], learner_alive, iterations, key, snapshots[t])
+        actors.append(threading.Thread(target=actor_loop, args=thread_args, daemon=True))
+        actors[-1].start()
+    return queues, actors
+
+
+def hand_over(queues: list, actors: list, params):
+    """Puts the parameters in every actor thread's params queue (an ended thread is skipped: collect() says why)."""
+    for (q, _), actor in zip(queues, actors):
+        try:
+            queue_put(q, params, actor.is_alive)
+        except Stopped:
+            pass
 
 
 def main(args: Args):
@@ -1465,10 +1360,8 @@ def main(args: Args):
     threads = range(args.process_id * T, (args.process_id + 1) * T)  # this process's actor threads among all
     steps_per_iteration = args.num_envs * args.num_steps * G
     num_iterations = args.total_timesteps // steps_per_iteration
-    run_name, run_dir, writer, wandb_id = open_run(args, checkpoint, steps_per_iteration, num_iterations)
+    run_dir, writer, wandb_run = open_run(args, checkpoint, steps_per_iteration, num_iterations)
     model_path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
-    random.seed(args.seed)
-    np.random.seed(args.seed)
     _, net_key, *actor_keys = jax.random.split(jax.random.PRNGKey(args.seed), 2 + G)
 
     # the agent: network, planners, update, and a replay for each actor thread (seeded by the thread's index)
@@ -1477,18 +1370,14 @@ def main(args: Args):
     params = init_params(net, args, net_key)  # the same in every process: one seed
     optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
     train_planner, test_planner = planner_configs(args)
-    act_fn = make_act_fn(net, train_planner, args.gamma)
+    act_fn = make_act_fn(net, train_planner, args.gamma, random_move_prob=args.random_move_prob)
     eval_act_fn = make_act_fn(net, test_planner, args.gamma, keep_tree=args.capture_video)
     update_fn = make_update_fn(net, args, optimizer)
-    priority_fn = make_priority_fn(args)
-    actor_device = jax.local_devices()[args.actor_device_ids[0]]  # evaluation runs there too
-    replays = [Replay(args.buffer_size // G // args.num_steps, args.num_steps, args.history_length,
-                      args.unroll_steps + args.td_steps, probe.obs_shape, probe.num_actions, args.sampling,
-                      args.priority_exponent, args.priority_epsilon, (args.seed, g), args.importance_exponent)
-               for g in threads]
+    priority_fn = jax.jit(lambda window: batched_targets(args)(window).priority)
+    capacity = args.buffer_size // G // args.num_steps  # segments per replay
+    replays = [Replay(args, capacity, probe.obs_shape, probe.num_actions, (args.seed, g)) for g in threads]
 
-    # the learner's state, and the actors' parameters for their next two iterations (Cleanba: iteration k
-    # acts with those the learner put after its iteration k-2, the initial ones for k <= 2)
+    # the learner's state; the actors' parameters for their next two iterations (Cleanba: k acts with those of k-2)
     p, state = Progress(args.eval_interval), TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
     acting_params, snapshots = [params, params], [None] * T
     if checkpoint is not None:
@@ -1497,83 +1386,58 @@ def main(args: Args):
             replay.load_state(saved)
     state = replicate(state, args)
     learner_done = threading.Event()  # set when main returns or raises: the actors then stop waiting
-    params_queues, rollout_queues = ([queue.Queue(maxsize=1) for _ in threads] for _ in range(2))
-    actors = [threading.Thread(target=actor_loop, daemon=True, args=(
-        args, t, act_fn, list(acting_params), params_queues[t], rollout_queues[t], lambda: not learner_done.is_set(),
-        p.iteration + 1, num_iterations, actor_keys[g], snapshots[t])) for t, g in enumerate(threads)]
-    for actor in actors:
-        actor.start()
+    iterations = range(p.iteration + 1, num_iterations + 1)
+    queues, actors = start_actors(args, act_fn, acting_params, iterations, actor_keys, snapshots, learner_done)
 
     start_time = last_log = time.time()
     try:
-        for iteration in range(p.iteration + 1, num_iterations + 1):
+        for iteration in iterations:
             global_step = iteration * steps_per_iteration
             # 1. collect: a rollout from every actor thread, into its replay
-            t0 = time.time()
-            rollouts = collect(rollout_queues, actors)
-            learn_start = time.time()
+            wait = time.time()
+            rollouts = collect([q for _, q in queues], actors)
+            got = time.time()
             for replay, rollout in zip(replays, rollouts):
                 add_with_priorities(replay, rollout.segments, priority_fn)
                 p.train_returns = (p.train_returns + rollout.episode_returns)[-20:]
-            # 2. train: --replay-ratio samples per step played (every replay fills alike, in every process: all
-            # processes update together)
+            # 2. train: --replay-ratio samples per step played (the replays fill alike in every process: all update together)
             if replays[0].num_trainable * G >= args.learning_starts:
-                p.sample_credit += replay_ratio_at(args, global_step) * steps_per_iteration
+                p.sample_credit += args.replay_ratio * steps_per_iteration
                 while p.sample_credit >= args.batch_size:
                     p.sample_credit -= args.batch_size
                     state, p.metrics = update_fn(state, *sample_batch(replays, args.batch_size // args.num_processes))
                     p.num_updates += 1
             jax.block_until_ready(state)  # so that the timings below measure the work, not its dispatch
             # 3. hand the parameters to the actors: their iteration + 2 acts with them
-            t1 = time.time()
-            params = unreplicate(state.params)
-            for q, actor in zip(params_queues, actors) if iteration <= num_iterations - 2 else ():
-                try:
-                    queue_put(q, params, actor.is_alive)
-                except Stopped:
-                    pass  # the actor has ended: the next collect() says why
+            put, params = time.time(), unreplicate(state.params)
+            if iteration <= num_iterations - 2:
+                hand_over(queues, actors, params)
             acting_params = [acting_params[1], params]
-            waits = dict(learner_rollout_queue_wait=learn_start - t0, learner_params_queue_put_wait=time.time() - t1,
-                         learner_time=time.time() - learn_start)
             # 4. evaluate (process 0), 5. log, 6. checkpoint (the actors sent their state with this rollout)
             if args.process_id == 0 and args.eval_games and (global_step >= p.next_eval or iteration == num_iterations):
                 p.next_eval += args.eval_interval
-                p.eval_summary = log_evaluation(writer, eval_act_fn, jax.device_put(params, actor_device), args,
-                                                iteration, global_step, run_name)
-            console = time.time() - last_log >= args.log_interval or iteration == num_iterations
+                eval_params = jax.device_put(params, jax.local_devices()[args.actor_device_ids[0]])
+                p.eval_summary = log_evaluation(writer, eval_act_fn, eval_params, args, iteration, global_step)
+            console, p.iteration = time.time() - last_log >= args.log_interval or iteration == num_iterations, iteration
             last_log = time.time() if console else last_log
-            log_iteration(writer, p, rollouts, replays, global_step, time.time() - start_time, waits, console)
-            p.iteration = iteration
+            log_iteration(writer, p, rollouts, replays, global_step, (start_time, wait, got, put), console)
             if rollouts[0].snapshot is not None:
-                writer = save_checkpoint(writer, run_dir, dict(
-                    args=asdict(args), wandb_id=wandb_id, progress=replace(p, metrics=jax.device_get(p.metrics)),
-                    train_state=unreplicate(state), replay=[r.state() for r in replays],
-                    acting_params=jax.device_get(acting_params), actor=[r.snapshot for r in rollouts]), global_step)
+                writer = save_checkpoint(writer, args, wandb_run, p, state, replays, acting_params, rollouts, global_step)
             if args.checkpoint_interval and (rollouts[0].snapshot is not None or iteration == num_iterations):
                 os.makedirs(os.path.join(run_dir, "models"), exist_ok=True)  # checkpoints and the end: a tournament
                 save_model(os.path.join(run_dir, "models", f"step_{global_step}.muzero_model"), args, params)
-    except BaseException:
-        # a late error must not lose what the run trained: save the parameters it has, then stop
-        if args.save_model and p.num_updates:
-            save_model(model_path, args, unreplicate(state.params))
-            print(f"stopped by an error; the parameters after {p.num_updates} updates are saved to {model_path}",
-                  file=sys.stderr, flush=True)
-        raise
-    finally:
+    finally:  # with --save-model the parameters are saved even when an error stops the run: nothing trained is lost
         learner_done.set()
         writer.close()
-
+        if args.save_model and p.num_updates:  # every process its own copy: a host's run directory is complete
+            save_model(model_path, args, unreplicate(state.params))
+            print(f"the parameters after {p.num_updates} updates are saved to {model_path}", flush=True)
     for actor in actors:
         actor.join()
-    if args.save_model:  # every process its own copy (the same parameters): a host's run directory is complete
-        save_model(model_path, args, unreplicate(state.params))
-        print(f"model saved to {model_path}")
-    if args.track and args.process_id == 0:
-        import wandb
-
-        wandb.finish()
-    if args.num_processes > 1:  # every process through the shutdown barrier here, its work done, not at interpreter
-        jax.distributed.shutdown()  # exit (process 0 hosts the coordination service the others report to)
+    if wandb_run:
+        wandb_run.finish()
+    if args.num_processes > 1:  # every process through the shutdown barrier here, its work done, not at interpreter exit
+        jax.distributed.shutdown()  # (process 0 hosts the coordination service the others report to)
     return unreplicate(state)
 
 

@@ -33,6 +33,7 @@ cpu-lines: records the CPU lines on which the golden runs were checked (docs/rep
 Any saved model works: a script's --save-model output or a checkpoint's models/step_*.muzero_model; which script
 made it is read from the flags saved beside it.
 """
+
 import dataclasses
 import glob
 import importlib
@@ -45,6 +46,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Literal
 
+import flax
 import jax
 import jax.numpy as jnp
 import matplotlib
@@ -138,6 +140,7 @@ class OpeningMoves:
 @dataclass
 class Ladder:
     """Round-robin tournament among a Breakthrough run's checkpoints and two anchors, rated by Bradley-Terry."""
+
     run_dir: str
     """a muzero_breakthrough.py run directory (runs/{run_name}) whose models/ holds checkpoint models"""
     games_per_pair: int = 20
@@ -170,11 +173,13 @@ def run_ladder(cfg: Ladder):
         fail(f"--opening-plies must be non-negative (got {cfg.opening_plies})")
     models = checkpoint_models(cfg.run_dir)[:: cfg.every]
     if not models:
-        fail(f"--run-dir {cfg.run_dir}: no models/step_*.muzero_model (run muzero_breakthrough.py with "
-                "--checkpoint-interval; every checkpoint saves one)")
+        fail(
+            f"--run-dir {cfg.run_dir}: no models/step_*.muzero_model (run muzero_breakthrough.py with "
+            "--checkpoint-interval; every checkpoint saves one)"
+        )
     out = cfg.out or os.path.join(cfg.run_dir, "ladder")
     os.makedirs(out, exist_ok=True)
-    loaded = [bt.load_model(path) for _, path in models]
+    loaded = [load_model(path)[1:] for _, path in models]
     args, net, _ = loaded[0]  # the checkpoints of one run share their flags and network
     act_fn = bt.make_act_fn(net, bt.planner_configs(args)[1], args.gamma)  # one compiled search for all
     game = bt.BreakthroughVecEnv(args.board_size, 1)
@@ -192,16 +197,19 @@ def run_ladder(cfg: Ladder):
     rows = []
     for i in range(n):
         for j in range(i + 1, n):
-            pair = [OpeningMoves(player(k, (cfg.seed, i, j, side)), cfg.opening_plies, (cfg.seed, i, j))
-                    for side, k in enumerate((i, j))]
+            pair = [
+                OpeningMoves(player(k, (cfg.seed, i, j, side)), cfg.opening_plies, (cfg.seed, i, j))
+                for side, k in enumerate((i, j))
+            ]
             scores, _, _ = bt.play_games(tuple(pair), args.board_size, cfg.games_per_pair)
             wins[i, j], wins[j, i] = scores.sum(), cfg.games_per_pair - scores.sum()
             rows.append({"player": names[i], "opponent": names[j], "wins": wins[i, j], "losses": wins[j, i]})
             print(f"{names[i]} - {names[j]}: {wins[i, j]:g} - {wins[j, i]:g}", flush=True)
     pd.DataFrame(rows).to_csv(os.path.join(out, "games.csv"), index=False)
     elo, low, high = bradley_terry(wins, anchor=0, prior_games=cfg.prior_games)
-    ratings = pd.DataFrame({"player": names, "step": steps, "elo": elo, "low": low, "high": high,
-                            "games": wins.sum(1) + wins.sum(0)})
+    ratings = pd.DataFrame(
+        {"player": names, "step": steps, "elo": elo, "low": low, "high": high, "games": wins.sum(1) + wins.sum(0)}
+    )
     ratings.to_csv(os.path.join(out, "ratings.csv"), index=False)
     plot_ladder(ratings, os.path.join(out, "ladder.png"), title=os.path.basename(os.path.normpath(cfg.run_dir)))
     print(ratings.to_string(index=False))
@@ -211,8 +219,14 @@ def run_ladder(cfg: Ladder):
 def plot_ladder(ratings, path: str, title: str):
     ckpt = ratings[ratings.step.notna()]
     fig, ax = plt.subplots(figsize=(6, 3.8))
-    ax.errorbar(ckpt.step, ckpt.elo, yerr=[ckpt.elo - ckpt.low, ckpt.high - ckpt.elo], fmt="o-", capsize=3,
-                label="checkpoints (95% interval)")
+    ax.errorbar(
+        ckpt.step,
+        ckpt.elo,
+        yerr=[ckpt.elo - ckpt.low, ckpt.high - ckpt.elo],
+        fmt="o-",
+        capsize=3,
+        label="checkpoints (95% interval)",
+    )
     for (_, anchor), style in zip(ratings[ratings.step.isna()].iterrows(), (":", "--")):
         ax.axhline(anchor.elo, color="grey", linestyle=style, label=anchor.player)
     ax.set(xlabel="training step (plies)", ylabel="Elo (random = 0)")
@@ -227,25 +241,41 @@ def plot_ladder(ratings, path: str, title: str):
 # ---------------------------------------------------------------------------------------------
 # Any script's saved model, its episodes and its searches
 # ---------------------------------------------------------------------------------------------
-def load_agent(model_path: str):
-    """(script module, args, network, params) of a model saved by any muzero_*.py script: the script is told by
-    the flags saved beside the model (`{model_path}.json`)."""
+def load_model(model_path: str):
+    """(script module, args, network, params) of a model saved by any muzero_*.py script's --save-model (or a
+    checkpoint's models/step_*): the script is told by the flags saved beside it (`{model_path}.json`)."""
     if not os.path.exists(model_path + ".json"):
         fail(f"--model {model_path}: no {model_path}.json beside it (a model saved by --save-model or a checkpoint)")
     with open(model_path + ".json") as f:
         saved = json.load(f)
-    name = ("muzero_breakthrough" if "board_size" in saved else "muzero_atari_multigpu" if "frame_skip" in saved
-            else "muzero_minatar_reanalyze" if "reanalyze_ratio" in saved else "muzero_minatar")
+    name = (
+        "muzero_breakthrough"
+        if "board_size" in saved
+        else "muzero_atari_multigpu"
+        if "frame_skip" in saved
+        else "muzero_minatar_reanalyze"
+        if "reanalyze_ratio" in saved
+        else "muzero_minatar"
+    )
     script = importlib.import_module(name)
-    return (script, *script.load_model(model_path))
+    args = script.Args(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()})
+    with open(model_path, "rb") as f:
+        params = flax.serialization.msgpack_restore(f.read())  # the saved tree itself: no template needed
+    num_actions = params["params"]["policy_head"]["Dense_1"]["bias"].shape[0]  # |A^a|
+    return script, args, script.make_network(args, num_actions), params
+
+
+def evaluate(model_path: str, eval_episodes: int = 10, seed: int = 0, opponent: str = "random"):
+    """Loads a saved model and plays `eval_episodes` episodes with its evaluation planner (Breakthrough: games
+    against `opponent`, both colours); returns each episode's return (Breakthrough: the model's score, 1 a win)."""
+    return play(*load_model(model_path), eval_episodes, seed, opponent)[0]
 
 
 def is_board_game(script) -> bool:
     return script.__name__ == "muzero_breakthrough"
 
 
-def evaluate(script, args, net, params, episodes: int, seed: int, opponent: str, num_simulations: int = 0,
-             record: bool = False):
+def play(script, args, net, params, episodes: int, seed: int, opponent: str, num_simulations: int = 0, record: bool = False):
     """The script's own evaluate_policy (Breakthrough: `episodes` games against `opponent`, the agent black
     in game 0) with its evaluation planner at `num_simulations` (0: the model's --eval-num-simulations);
     `record` keeps a Recording of episode 0 with the search tree of every step."""
@@ -259,7 +289,72 @@ def evaluate(script, args, net, params, episodes: int, seed: int, opponent: str,
 
 def record_episode(script, args, net, params, seed: int, opponent: str, num_simulations: int = 0):
     """One evaluation episode with the search of every step: a Recording (frames, trees, actions, names)."""
-    return evaluate(script, args, net, params, 1, seed, opponent, num_simulations, record=True)[2]
+    return play(script, args, net, params, 1, seed, opponent, num_simulations, record=True)[2]
+
+
+def search_numbers(tree, action: int) -> dict:
+    """The numbers of one search at its root (the tree of one game): the action taken, v* (the root value after
+    the search) and, per action, the prior p the search started from (after the legal mask and any root
+    noise), the predicted reward r, the visit count N and Q = r + discount * value of the child (0 if not
+    visited)."""
+    summary = tree.summary()
+    return {
+        "action": action,
+        "value": float(summary.value[0]),
+        "prior": np.asarray(jax.nn.softmax(tree.children_prior_logits[0, 0])),
+        "reward": np.asarray(tree.children_rewards[0, 0]),
+        "visits": np.asarray(summary.visit_counts[0]).astype(int),
+        "q": np.asarray(summary.qvalues[0]),
+    }
+
+
+def annotation_lines(numbers: dict, step: int, action_names: list, rows: int = 6) -> list[str]:
+    """The text beside an annotated frame: the step, the action taken with its predicted reward, v*, then the
+    `rows` actions with the most visits (legal ones only) with p, N and Q."""
+    a = numbers["action"]
+    lines = [
+        f"step {step}  action {action_names[a]}",
+        f"v* {numbers['value']:+.3f}  r {numbers['reward'][a]:+.3f}",
+        f"{'action':8}{'p':>5}{'N':>4}{'Q':>7}",
+    ]
+    for b in np.lexsort((-numbers["prior"], -numbers["visits"]))[:rows]:
+        if numbers["prior"][b] > 0:
+            lines.append(f"{action_names[b][:8]:8}{numbers['prior'][b]:5.2f}{numbers['visits'][b]:4d}{numbers['q'][b]:+7.3f}")
+    return lines
+
+
+def frame_image(frame: np.ndarray):
+    """An observation as a 160 x 160 RGB image: pixels (1 grey or 3 colour channels, Atari) as they are, 0/1 planes
+    (MinAtar; Breakthrough's black and white pieces) in one colour each, as minatar's display draws them."""
+    from PIL import Image
+
+    if frame.shape[-1] in (1, 3):
+        image = Image.fromarray(frame[..., 0] if frame.shape[-1] == 1 else frame).convert("RGB")
+    else:
+        c = frame.shape[-1]
+        palette = np.vstack([[0, 0, 0], np.asarray(matplotlib.colormaps["cubehelix"](np.linspace(0.2, 0.9, c)))[:, :3]])
+        index = np.max(frame * (np.arange(c) + 1), axis=-1).astype(int)
+        image = Image.fromarray((palette[index] * 255).astype(np.uint8))
+    return image.resize((160, 160), Image.NEAREST)
+
+
+def save_gif(recording, path: str, annotate: bool = True):
+    """A script's Recording (evaluate_policy) as an animated GIF: each observation (frame_image) and, if `annotate`,
+    a panel beside it with the search's numbers at that step (annotation_lines)."""
+    from PIL import Image, ImageDraw
+
+    images = []
+    for t, (f, tree, a) in enumerate(zip(recording.frames, recording.trees, recording.actions)):
+        image = frame_image(f)
+        if annotate:
+            panel = Image.new("RGB", (160 + 190, 160), "white")
+            panel.paste(image)
+            lines = annotation_lines(search_numbers(tree, a), t, recording.action_names)
+            ImageDraw.Draw(panel).multiline_text((166, 4), "\n".join(lines), fill="black", spacing=3)
+            image = panel
+        images.append(image)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    images[0].save(path, save_all=True, append_images=images[1:], duration=400 if annotate else 50, loop=0)
 
 
 def tree_nodes(tree) -> list[dict]:
@@ -267,19 +362,38 @@ def tree_nodes(tree) -> list[dict]:
     before its children: `index`, `parent` (-1 at the root), `depth`, `N` (visits), `V` (value after the search)
     and, on the edge from the parent, `action`, `p` (the parent's prior of it), `R` (predicted reward) and
     `Q` = R + discount * V (the Q that the search's summary reports at the root)."""
-    t = {k: np.asarray(getattr(tree, k))[0] for k in ("node_visits", "node_values", "parents", "action_from_parent",
-                                                      "children_prior_logits", "children_rewards", "children_discounts",
-                                                      "children_values")}
+    t = {
+        k: np.asarray(getattr(tree, k))[0]
+        for k in (
+            "node_visits",
+            "node_values",
+            "parents",
+            "action_from_parent",
+            "children_prior_logits",
+            "children_rewards",
+            "children_discounts",
+            "children_values",
+        )
+    }
     nodes, depth = [], {}
     for i in np.flatnonzero(t["node_visits"] > 0):
         parent, action = int(t["parents"][i]), int(t["action_from_parent"][i])
-        node = {"index": int(i), "parent": parent, "depth": 0 if parent < 0 else depth[parent] + 1,
-                "N": int(t["node_visits"][i]), "V": float(t["node_values"][i])}
+        node = {
+            "index": int(i),
+            "parent": parent,
+            "depth": 0 if parent < 0 else depth[parent] + 1,
+            "N": int(t["node_visits"][i]),
+            "V": float(t["node_values"][i]),
+        }
         if parent >= 0:
             prior = scipy.special.softmax(t["children_prior_logits"][parent])
             reward = float(t["children_rewards"][parent, action])
-            node.update(action=action, p=float(prior[action]), R=reward,
-                        Q=reward + float(t["children_discounts"][parent, action] * t["children_values"][parent, action]))
+            node.update(
+                action=action,
+                p=float(prior[action]),
+                R=reward,
+                Q=reward + float(t["children_discounts"][parent, action] * t["children_values"][parent, action]),
+            )
         depth[int(i)] = node["depth"]
         nodes.append(node)
     return nodes
@@ -320,13 +434,19 @@ def tree_graph(nodes: list[dict], action_names: list, title: str):
     (if marked) filled red."""
     import graphviz
 
-    g = graphviz.Digraph(graph_attr={"label": title, "labelloc": "t", "fontsize": "11", "ranksep": "0.3"},
-                         node_attr={"shape": "box", "fontsize": "9", "height": "0.2", "margin": "0.04"},
-                         edge_attr={"fontsize": "8"})
+    g = graphviz.Digraph(
+        graph_attr={"label": title, "labelloc": "t", "fontsize": "11", "ranksep": "0.3"},
+        node_attr={"shape": "box", "fontsize": "9", "height": "0.2", "margin": "0.04"},
+        edge_attr={"fontsize": "8"},
+    )
     for n in nodes:
         reward = "" if n["parent"] < 0 else f"R {n['R']:+.2f}\\n"  # \n: a line break in DOT's labels
-        g.node(str(n["index"]), f"#{n['index']}\\n{reward}V {n['V']:+.2f}\\nN {n['N']}", style="filled",
-               fillcolor="#f4a0a0" if n.get("delusion") else "white")
+        g.node(
+            str(n["index"]),
+            f"#{n['index']}\\n{reward}V {n['V']:+.2f}\\nN {n['N']}",
+            style="filled",
+            fillcolor="#f4a0a0" if n.get("delusion") else "white",
+        )
         if n["parent"] >= 0:
             g.edge(str(n["parent"]), str(n["index"]), label=f"{action_names[n['action']]}\\np {n['p']:.2f}\\nQ {n['Q']:+.2f}")
     return g
@@ -341,6 +461,7 @@ class Episode:
     """An annotated episode (thesis 4.5): one evaluation episode of a saved model (Breakthrough: one game, the
     agent black) as a GIF, each frame with the action, v*, the predicted reward and p, N, Q of the most visited
     actions."""
+
     model: str
     """a saved model (--save-model's `{exp_name}.muzero_model` or a checkpoint's models/step_*.muzero_model)"""
     seed: int = 0
@@ -352,10 +473,10 @@ class Episode:
 
 
 def run_episode(cfg: Episode):
-    script, args, net, params = load_agent(cfg.model)
+    script, args, net, params = load_model(cfg.model)
     recording = record_episode(script, args, net, params, cfg.seed, cfg.opponent)
     out = cfg.out or default_out(cfg.model, f"episode_{cfg.seed}.gif")
-    script.save_gif(recording, out)
+    save_gif(recording, out)
     print(f"{len(recording.frames)} annotated frames: {out}")
     return recording
 
@@ -364,6 +485,7 @@ def run_episode(cfg: Episode):
 class Tree:
     """One search drawn with graphviz: the search made at step --step of an evaluation episode (as `episode`
     records it); for Breakthrough every node is replayed in the real game and delusions are filled red."""
+
     model: str
     """a saved model"""
     step: int = 8
@@ -384,7 +506,7 @@ def run_tree(cfg: Tree):
 
     if cfg.step < 0 or cfg.simulations < 0:
         fail(f"--step and --simulations must be non-negative (got {cfg.step}, {cfg.simulations})")
-    script, args, net, params = load_agent(cfg.model)
+    script, args, net, params = load_model(cfg.model)
     recording = record_episode(script, args, net, params, cfg.seed, cfg.opponent, cfg.simulations)
     if cfg.step >= len(recording.trees):
         fail(f"--step {cfg.step}: the episode has {len(recording.trees)} steps")
@@ -419,8 +541,9 @@ def make_envs(script, args, num_envs: int, seed: int):
     return script.MinAtarVecEnv(args.env_id, num_envs, seed, args.sticky_action_prob, step_limit)
 
 
-def self_play(script, args, net, params, measure, num_positions: int, num_games: int, seed: int,
-              num_simulations: int = 0) -> list:
+def self_play(
+    script, args, net, params, measure, num_positions: int, num_games: int, seed: int, num_simulations: int = 0
+) -> list:
     """`measure(tree, game_state, move_number, player)` at `num_positions` positions of self-play as the actors
     play it: the training planner (its root noise, and Breakthrough's random moves, make the games differ;
     the evaluation planner would play one game over and over), one network for every game of a batch and
@@ -442,7 +565,7 @@ def self_play(script, args, net, params, measure, num_positions: int, num_games:
         to_play = getattr(step, "to_play", np.zeros(num_games, np.int64))
         for g in np.flatnonzero(~step.is_last)[: num_positions - len(results)]:
             game_state = envs.states[g] if is_board_game(script) else None
-            results.append(measure(jax.tree.map(lambda x: x[g: g + 1], tree), game_state, moves[g], to_play[g]))
+            results.append(measure(jax.tree.map(lambda x: x[g : g + 1], tree), game_state, moves[g], to_play[g]))
         step = envs.step(np.asarray(action))
     return results
 
@@ -455,12 +578,12 @@ def delusion_shares(tree, game_state) -> tuple[float, float]:
     return len(deluded) / max(len(nodes), 1), sum(n["N"] for n in deluded) / max(sum(n["N"] for n in nodes), 1)
 
 
-
 @dataclass
 class Audit:
     """Delusion audit: over self-play positions of each Breakthrough model, the share of simulations and of
     visit mass the search spends in delusional nodes (moves the real game does not allow), as a curve over
     training."""
+
     models: tuple[str, ...]
     """saved Breakthrough models, e.g. runs/{run_name}/models/step_*.muzero_model"""
     positions: int = 512
@@ -477,26 +600,52 @@ class Audit:
 
 def run_audit(cfg: Audit):
     if cfg.positions <= 0 or cfg.games <= 0 or cfg.simulations < 0:
-        fail(f"--positions and --games must be positive, --simulations non-negative (got {cfg.positions}, "
-             f"{cfg.games}, {cfg.simulations})")
-    agents = [load_agent(m) for m in cfg.models]
+        fail(
+            f"--positions and --games must be positive, --simulations non-negative (got {cfg.positions}, "
+            f"{cfg.games}, {cfg.simulations})"
+        )
+    agents = [load_model(m) for m in cfg.models]
     if not all(is_board_game(a[0]) for a in agents):
         fail("--models: the audit replays searches in the real game: Breakthrough models only")
     rows = []
     for path, (script, args, net, params) in zip(cfg.models, agents):
-        shares = np.array(self_play(script, args, net, params, lambda tree, game, move, player: delusion_shares(tree, game),
-                                    cfg.positions, cfg.games, cfg.seed, cfg.simulations))
-        rows.append({"model": path, "step": model_step(path), "positions": len(shares),
-                     "simulations": cfg.simulations or args.num_simulations, "simulation_share": shares[:, 0].mean(),
-                     "visit_share": shares[:, 1].mean()})
-        print(f"{path}: {rows[-1]['simulation_share']:.3f} of simulations, {rows[-1]['visit_share']:.3f} of visits "
-              "in delusions", flush=True)
+        shares = np.array(
+            self_play(
+                script,
+                args,
+                net,
+                params,
+                lambda tree, game, move, player: delusion_shares(tree, game),
+                cfg.positions,
+                cfg.games,
+                cfg.seed,
+                cfg.simulations,
+            )
+        )
+        rows.append(
+            {
+                "model": path,
+                "step": model_step(path),
+                "positions": len(shares),
+                "simulations": cfg.simulations or args.num_simulations,
+                "simulation_share": shares[:, 0].mean(),
+                "visit_share": shares[:, 1].mean(),
+            }
+        )
+        print(
+            f"{path}: {rows[-1]['simulation_share']:.3f} of simulations, {rows[-1]['visit_share']:.3f} of visits in delusions",
+            flush=True,
+        )
     table = pd.DataFrame(rows).sort_values("step")
     os.makedirs(cfg.out, exist_ok=True)
     table.to_csv(os.path.join(cfg.out, "audit.csv"), index=False)
-    plot_curves(table, "step", {"simulation_share": "share of simulations", "visit_share": "share of visit mass"},
-                f"in delusional nodes ({cfg.simulations or args.num_simulations} simulations)",
-                os.path.join(cfg.out, "audit.png"))
+    plot_curves(
+        table,
+        "step",
+        {"simulation_share": "share of simulations", "visit_share": "share of visit mass"},
+        f"in delusional nodes ({cfg.simulations or args.num_simulations} simulations)",
+        os.path.join(cfg.out, "audit.png"),
+    )
     return table
 
 
@@ -504,6 +653,7 @@ def run_audit(cfg: Audit):
 class Tsne:
     """t-SNE of the root hidden states of self-play positions (thesis 5.9), coloured by v*, move number and
     player to move."""
+
     model: str
     """a saved model"""
     positions: int = 1000
@@ -522,17 +672,26 @@ def run_tsne(cfg: Tsne):
     from sklearn.manifold import TSNE
 
     if cfg.positions <= 1 or cfg.games <= 0 or not 0 < cfg.perplexity < cfg.positions:
-        fail(f"--positions > 1, --games > 0 and 0 < --perplexity < --positions (got {cfg.positions}, {cfg.games}, "
-             f"{cfg.perplexity})")
-    script, args, net, params = load_agent(cfg.model)
+        fail(
+            f"--positions > 1, --games > 0 and 0 < --perplexity < --positions (got {cfg.positions}, {cfg.games}, "
+            f"{cfg.perplexity})"
+        )
+    script, args, net, params = load_model(cfg.model)
 
     def measure(tree, game, move, player):
         return np.ravel(tree.embeddings[0, 0]), float(tree.node_values[0, 0]), move, player  # v* is the root's value
 
     found = self_play(script, args, net, params, measure, cfg.positions, cfg.games, cfg.seed)
     points = TSNE(perplexity=cfg.perplexity, random_state=cfg.seed).fit_transform(np.stack([f[0] for f in found]))
-    table = pd.DataFrame({"x": points[:, 0], "y": points[:, 1], "value": [f[1] for f in found],
-                          "move": [f[2] for f in found], "player": [f[3] for f in found]})
+    table = pd.DataFrame(
+        {
+            "x": points[:, 0],
+            "y": points[:, 1],
+            "value": [f[1] for f in found],
+            "move": [f[2] for f in found],
+            "player": [f[3] for f in found],
+        }
+    )
     out = cfg.out or default_out(cfg.model, "tsne")
     os.makedirs(out, exist_ok=True)
     table.to_csv(os.path.join(out, "tsne.csv"), index=False)
@@ -542,8 +701,9 @@ def run_tsne(cfg: Tsne):
 
 def plot_tsne(table, path: str, title: str):
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
-    for ax, (column, name, cmap) in zip(axes, [("value", "v*", "coolwarm"), ("move", "move number", "viridis"),
-                                               ("player", "player to move", "bwr")]):
+    for ax, (column, name, cmap) in zip(
+        axes, [("value", "v*", "coolwarm"), ("move", "move number", "viridis"), ("player", "player to move", "bwr")]
+    ):
         points = ax.scatter(table.x, table.y, c=table[column], s=4, cmap=cmap)
         fig.colorbar(points, ax=ax, label=name)
         ax.set(xticks=[], yticks=[], title=name)
@@ -560,6 +720,7 @@ def plot_tsne(table, path: str, title: str):
 class Budget:
     """Search-budget scaling (thesis 5.4): the evaluation return (MinAtar, Atari) or win rate (Breakthrough,
     both colours) of each model with its evaluation planner at each number of simulations."""
+
     models: tuple[str, ...]
     """saved models of one script (e.g. a run's checkpoints: runs/{run_name}/models/step_*.muzero_model)"""
     simulations: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
@@ -577,19 +738,30 @@ class Budget:
 def run_budget(cfg: Budget):
     if cfg.episodes <= 0 or min(cfg.simulations) <= 0:
         fail(f"--episodes and every --simulations must be positive (got {cfg.episodes}, {cfg.simulations})")
-    agents = [load_agent(m) for m in cfg.models]  # every model checked before the first evaluation
+    agents = [load_model(m) for m in cfg.models]  # every model checked before the first evaluation
     rows = []
     for path, (script, args, net, params) in zip(cfg.models, agents):
         for n in cfg.simulations:
-            result = evaluate(script, args, net, params, cfg.episodes, cfg.seed, cfg.opponent, n)[0]
-            rows.append({"model": path, "step": model_step(path), "simulations": n, "mean": result.mean(),
-                         "stderr": result.std(ddof=1) / np.sqrt(len(result)), "episodes": len(result)})
+            result = play(script, args, net, params, cfg.episodes, cfg.seed, cfg.opponent, n)[0]
+            rows.append(
+                {
+                    "model": path,
+                    "step": model_step(path),
+                    "simulations": n,
+                    "mean": result.mean(),
+                    "stderr": result.std(ddof=1) / np.sqrt(len(result)),
+                    "episodes": len(result),
+                }
+            )
             print(f"{path} at {n} simulations: {result.mean():.3f} +- {rows[-1]['stderr']:.3f}", flush=True)
     table = pd.DataFrame(rows)
     os.makedirs(cfg.out, exist_ok=True)
     table.to_csv(os.path.join(cfg.out, "budget.csv"), index=False)
-    plot_budget(table, os.path.join(cfg.out, "budget.png"),
-                f"win rate against {cfg.opponent}" if is_board_game(script) else "evaluation return")
+    plot_budget(
+        table,
+        os.path.join(cfg.out, "budget.png"),
+        f"win rate against {cfg.opponent}" if is_board_game(script) else "evaluation return",
+    )
     return table
 
 
@@ -663,18 +835,34 @@ def git_commit(out: str) -> str:
     """The checked-out commit, with "+changes" if anything but the docs and the benchmark's own output folder
     `out` differs from it (uncommitted results or pages must not mark the next run's code as changed;
     untracked files, such as a worktree's link to a virtual environment, do not count)."""
+
     def git(*args):
         return subprocess.run(["git", *args], capture_output=True, text=True, cwd=REPO, check=True).stdout.strip()
+
     out = os.path.relpath(os.path.abspath(out), REPO)
-    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs",
-                  *([] if out.startswith("..") else [f":(exclude){out}"]))
+    changed = git(
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+        ".",
+        ":(exclude)docs",
+        *([] if out.startswith("..") else [f":(exclude){out}"]),
+    )
     return git("rev-parse", "--short", "HEAD") + ("+changes" if changed else "")
 
 
 def commit_at(unix_time: int) -> str:
     """The newest commit made before `unix_time` (a run whose start commit was not recorded)."""
-    return subprocess.run(["git", "rev-list", "-1", "--abbrev-commit", f"--before={unix_time}", "HEAD"],
-                          capture_output=True, text=True, cwd=REPO).stdout.strip() or "unknown"
+    return (
+        subprocess.run(
+            ["git", "rev-list", "-1", "--abbrev-commit", f"--before={unix_time}", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+        ).stdout.strip()
+        or "unknown"
+    )
 
 
 def replace_rows(path: str, new, env_id: str, seed: int):
@@ -750,23 +938,33 @@ def run_collect(cfg: Collect):
         curve = pd.DataFrame({"env_id": env_id, "seed": seed, "step": steps, "minutes": minutes, **columns})
         replace_rows(os.path.join(cfg.out, "win_rates.csv"), curve, env_id, seed)
         last = curve.iloc[-1]
-        summary |= {"plies": int(last.step), "win_rate_random": last.random, "win_rate_mcts": last.mcts,
-                    "eval_games": int(run_flag(events, "eval_games")),
-                    "eval_mcts_simulations": int(run_flag(events, "eval_mcts_simulations")),
-                    "updates": int(events.Scalars("charts/num_updates")[-1].value)}
-        result = (f"final win rate {last.random:.2f} against random, {last.mcts:.2f} against MCTSBot, "
-                  f"at {int(last.step)} plies")
+        summary |= {
+            "plies": int(last.step),
+            "win_rate_random": last.random,
+            "win_rate_mcts": last.mcts,
+            "eval_games": int(run_flag(events, "eval_games")),
+            "eval_mcts_simulations": int(run_flag(events, "eval_mcts_simulations")),
+            "updates": int(events.Scalars("charts/num_updates")[-1].value),
+        }
+        result = f"final win rate {last.random:.2f} against random, {last.mcts:.2f} against MCTSBot, at {int(last.step)} plies"
     else:
         returns = events.Scalars("charts/eval_episodic_return")
         lengths = events.Scalars("charts/eval_episodic_length")
-        curve = pd.DataFrame({
-            "env_id": env_id, "seed": seed, "step": [e.step for e in returns],
-            "eval_return": [e.value for e in returns], "eval_length": [e.value for e in lengths],
-            "minutes": [(e.wall_time - t0) / 60 for e in returns],
-        })
+        curve = pd.DataFrame(
+            {
+                "env_id": env_id,
+                "seed": seed,
+                "step": [e.step for e in returns],
+                "eval_return": [e.value for e in returns],
+                "eval_length": [e.value for e in lengths],
+                "minutes": [(e.wall_time - t0) / 60 for e in returns],
+            }
+        )
         replace_rows(os.path.join(cfg.out, f"{env_id}.csv"), curve, env_id, seed)
-        train = pd.DataFrame([(e.step, e.value, (e.wall_time - t0) / 60) for e in events.Scalars("charts/episodic_return")],
-                             columns=["step", "train_return", "minutes"])
+        train = pd.DataFrame(
+            [(e.step, e.value, (e.wall_time - t0) / 60) for e in events.Scalars("charts/episodic_return")],
+            columns=["step", "train_return", "minutes"],
+        )
         binned = train.groupby((train.step - 1) // TRAIN_BIN).mean().reset_index(drop=True)  # x: mean frame of the bin
         binned["step"] = binned.step.round().astype(int)
         binned.insert(0, "seed", seed)
@@ -775,13 +973,20 @@ def run_collect(cfg: Collect):
         # empty (NaN) when no training episode ended in the last 50k frames: Freeway's episodes all last
         # 2500 steps, so the 32 default envs finish together every 80k frames
         last_train = train.train_return[train.step > returns[-1].step - 50_000]
-        summary |= {"frames": returns[-1].step, "final_eval_return": returns[-1].value,
-                    "eval_episodes": int(run_flag(events, "eval_episodes")),
-                    "final_train_return_last_50k": last_train.mean()}
+        summary |= {
+            "frames": returns[-1].step,
+            "final_eval_return": returns[-1].value,
+            "eval_episodes": int(run_flag(events, "eval_episodes")),
+            "final_train_return_last_50k": last_train.mean(),
+        }
         result = f"final evaluation return {returns[-1].value:.2f} at {returns[-1].step} frames"
-    summary |= {"wall_time_min": round(cfg.wall_time / 60, 1), "cpu_steal": cfg.cpu_steal,
-                "SPS": events.Scalars("charts/SPS")[-1].value, "commit": cfg.commit or commit_at(int(start)),
-                "machine": machine_line()}
+    summary |= {
+        "wall_time_min": round(cfg.wall_time / 60, 1),
+        "cpu_steal": cfg.cpu_steal,
+        "SPS": events.Scalars("charts/SPS")[-1].value,
+        "commit": cfg.commit or commit_at(int(start)),
+        "machine": machine_line(),
+    }
     replace_rows(os.path.join(cfg.out, "runs.csv"), pd.DataFrame([summary]), env_id, seed)
     print(f"{run_name}: {result}, {cfg.wall_time / 60:.1f} min")
 
@@ -805,8 +1010,10 @@ def run_report(cfg: Report):
     random_path = os.path.join(out, "random.csv")
     floor = pd.read_csv(random_path).set_index("env_id").random_return if os.path.exists(random_path) else {}
     steps = "agent steps" if runs.env_id.str.contains("-v").all() else "frames"  # Atari: --frame-skip frames a step
-    rows = [f"| game | seeds | final eval return (mean ± std) | random policy | {steps} | wall time per run (min) "
-            "| CPU steal |", "|---|---|---|---|---|---|---|"]
+    rows = [
+        f"| game | seeds | final eval return (mean ± std) | random policy | {steps} | wall time per run (min) | CPU steal |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for env_id, group in runs.groupby("env_id"):
         fig, ax = plt.subplots(figsize=(5, 3.5))
         for name, column, style in ((f"{env_id}.csv", "eval_return", "o-"), (f"{env_id}_train.csv", "train_return", "--")):
@@ -814,10 +1021,13 @@ def run_report(cfg: Report):
             stats = curve.groupby("step")[column].agg(["mean", "min", "max"]) if column == "eval_return" else seed_curve(curve)
             label = "evaluation (test planner)" if column == "eval_return" else "training episodes"
             n = curve.seed.nunique()
-            line, = ax.plot(stats.index, stats["mean"], style, label=f"{label}, {seeds_label(n)}")
+            (line,) = ax.plot(stats.index, stats["mean"], style, label=f"{label}, {seeds_label(n)}")
             ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2, color=line.get_color())
-        ax.set(title=f"{game_title(env_id)}: {group.exp_name.iloc[0]}.py", ylabel="episodic return",
-               xlabel="agent steps (--frame-skip frames each)" if "-v" in env_id else "environment frames")
+        ax.set(
+            title=f"{game_title(env_id)}: {group.exp_name.iloc[0]}.py",
+            ylabel="episodic return",
+            xlabel="agent steps (--frame-skip frames each)" if "-v" in env_id else "environment frames",
+        )
         if env_id in floor:
             ax.axhline(floor[env_id], color="grey", linestyle=":", label="random policy")
         ax.set_xlim(left=0)
@@ -829,16 +1039,22 @@ def run_report(cfg: Report):
         plt.close(fig)
         final = group.final_eval_return
         std = final.std(ddof=0)
-        rows.append(f"| {env_id} | {', '.join(map(str, group.seed))} | {final.mean():.2f} ± {std:.2f} | "
-                    f"{floor.get(env_id, float('nan')):.2f} | {group.frames.max():,} | {group.wall_time_min.min():.1f} – {group.wall_time_min.max():.1f} | "
-                    f"{100 * group.cpu_steal.min():.0f} – {100 * group.cpu_steal.max():.0f}% |")
-    rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}.",
-             "The final evaluation is the mean return of "
-             + " or ".join(map(str, sorted(runs.get("eval_episodes", pd.Series([8])).fillna(8).astype(int).unique())))
-             + " episodes (`--eval-episodes`; 8 before it became 32) with the evaluation planner; ± is the "
-             "standard deviation over seeds (population, ddof=0). CPU steal: share of the machine's CPU "
-             "time that the virtual machine's host gave to others during the run (from /proc/stat), the "
-             "reason wall times vary."]
+        rows.append(
+            f"| {env_id} | {', '.join(map(str, group.seed))} | {final.mean():.2f} ± {std:.2f} | "
+            f"{floor.get(env_id, float('nan')):.2f} | {group.frames.max():,} | "
+            f"{group.wall_time_min.min():.1f} – {group.wall_time_min.max():.1f} | "
+            f"{100 * group.cpu_steal.min():.0f} – {100 * group.cpu_steal.max():.0f}% |"
+        )
+    rows += [
+        "",
+        f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}.",
+        "The final evaluation is the mean return of "
+        + " or ".join(map(str, sorted(runs.get("eval_episodes", pd.Series([8])).fillna(8).astype(int).unique())))
+        + " episodes (`--eval-episodes`; 8 before it became 32) with the evaluation planner; ± is the "
+        "standard deviation over seeds (population, ddof=0). CPU steal: share of the machine's CPU "
+        "time that the virtual machine's host gave to others during the run (from /proc/stat), the "
+        "reason wall times vary.",
+    ]
     write_markdown(os.path.join(out, "results.md"), rows)
     # the curves as a markdown table of images, for the docs page (paths relative to docs/)
     games = sorted(runs.env_id.unique())
@@ -853,12 +1069,21 @@ def report_win_rates(out: str):
     runs = pd.read_csv(os.path.join(out, "runs.csv"))
     curves = pd.read_csv(os.path.join(out, "win_rates.csv"))
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    for ax, x, label in ((axes[0], "step", "plies (environment steps, both players)"),
-                         (axes[1], "minutes", "wall-clock minutes (2-core CPU)")):
+    for ax, x, label in (
+        (axes[0], "step", "plies (environment steps, both players)"),
+        (axes[1], "minutes", "wall-clock minutes (2-core CPU)"),
+    ):
         for (opponent, name), colour in zip(OPPONENTS.items(), ("tab:blue", "tab:red")):
             for i, (seed, run) in enumerate(curves.groupby("seed")):
-                ax.plot(run[x], run[opponent], "o-", color=colour, alpha=0.5 + 0.5 * (i == 0), markersize=3,
-                        label=f"against {name}" if i == 0 else None)
+                ax.plot(
+                    run[x],
+                    run[opponent],
+                    "o-",
+                    color=colour,
+                    alpha=0.5 + 0.5 * (i == 0),
+                    markersize=3,
+                    label=f"against {name}" if i == 0 else None,
+                )
             ax.axhline(TARGETS[opponent], color=colour, linestyle=":", linewidth=1)
         ax.set(xlabel=label, ylim=(-0.02, 1.02))
         ax.set_xlim(left=0)
@@ -866,21 +1091,32 @@ def report_win_rates(out: str):
     axes[0].set_ylabel("win rate (both colours)")
     axes[0].legend(loc="lower right", fontsize="small")
     seeds = sorted(curves.seed.unique())
-    fig.suptitle(f"Breakthrough 5x5: muzero_breakthrough.py, seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}"
-                 " (dotted: the issue's targets)", fontsize="medium")
+    fig.suptitle(
+        f"Breakthrough 5x5: muzero_breakthrough.py, seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}"
+        " (dotted: the issue's targets)",
+        fontsize="medium",
+    )
     fig.tight_layout()
     fig.savefig(os.path.join(out, "win_rates.png"), dpi=100)
     plt.close(fig)
-    rows = ["| seed | plies | updates | win rate vs random | vs MCTSBot | as black / as white vs MCTSBot | games per opponent "
-            "| wall time (min) | CPU steal |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| seed | plies | updates | win rate vs random | vs MCTSBot | as black / as white vs MCTSBot | games per opponent "
+        "| wall time (min) | CPU steal |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for _, r in runs.iterrows():
         final = curves[curves.seed == r.seed].iloc[-1]
-        rows.append(f"| {r.seed} | {r.plies:,} | {r.updates:,} | {r.win_rate_random:.2f} | {r.win_rate_mcts:.2f} | "
-                    f"{final.mcts_as_black:.2f} / {final.mcts_as_white:.2f} | {r.eval_games} | {r.wall_time_min:.1f} | "
-                    f"{100 * r.cpu_steal:.0f}% |")
-    rows += ["", f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}. "
-             f"MCTSBot: {', '.join(map(str, runs.eval_mcts_simulations.unique()))} simulations, UCT c 2, one random "
-             "rollout per leaf, solver on. Win rates are over the games of the last evaluation, half with each colour."]
+        rows.append(
+            f"| {r.seed} | {r.plies:,} | {r.updates:,} | {r.win_rate_random:.2f} | {r.win_rate_mcts:.2f} | "
+            f"{final.mcts_as_black:.2f} / {final.mcts_as_white:.2f} | {r.eval_games} | {r.wall_time_min:.1f} | "
+            f"{100 * r.cpu_steal:.0f}% |"
+        )
+    rows += [
+        "",
+        f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}. "
+        f"MCTSBot: {', '.join(map(str, runs.eval_mcts_simulations.unique()))} simulations, UCT c 2, one random "
+        "rollout per leaf, solver on. Win rates are over the games of the last evaluation, half with each colour.",
+    ]
     write_markdown(os.path.join(out, "results.md"), rows)
 
 
@@ -905,8 +1141,14 @@ def run_random_returns(cfg: RandomReturns):
     for env_id in cfg.env_ids:
         script = importlib.import_module("muzero_atari_multigpu" if "-v" in env_id else "muzero_minatar")
         returns, _, _ = script.evaluate_policy(act, None, script.Args(env_id=env_id), cfg.episodes, cfg.seed)
-        rows.append({"env_id": env_id, "episodes": cfg.episodes, "random_return": float(returns.mean()),
-                     "standard_error": float(returns.std() / np.sqrt(cfg.episodes))})
+        rows.append(
+            {
+                "env_id": env_id,
+                "episodes": cfg.episodes,
+                "random_return": float(returns.mean()),
+                "standard_error": float(returns.std() / np.sqrt(cfg.episodes)),
+            }
+        )
         print(rows[-1])
     os.makedirs(cfg.out, exist_ok=True)
     pd.DataFrame(rows).to_csv(os.path.join(cfg.out, "random.csv"), index=False)
@@ -918,8 +1160,12 @@ def seed_curve(train):
     frame. A bin's frame is the mean frame of its episodes, so it differs a little between seeds: the bins
     are matched by their index, not by their frame."""
     curve = train.groupby((train.step - 1) // TRAIN_BIN).agg(
-        step=("step", "mean"), mean=("train_return", "mean"), min=("train_return", "min"),
-        max=("train_return", "max"), minutes=("minutes", "mean"))
+        step=("step", "mean"),
+        mean=("train_return", "mean"),
+        min=("train_return", "min"),
+        max=("train_return", "max"),
+        minutes=("minutes", "mean"),
+    )
     return curve.set_index("step")
 
 
@@ -968,9 +1214,11 @@ def run_compare(cfg: Compare):
     labels = [os.path.basename(os.path.normpath(f)) for f in folders]
     runs = {label: pd.read_csv(os.path.join(f, "runs.csv")) for label, f in zip(labels, folders)}
     games = sorted(set.intersection(*(set(r.env_id) for r in runs.values())))
-    rows = ["| game | configuration | seeds | final eval return (mean) | training return, last 50k frames | "
-            "wall time per run (min) | frames to reach a training return of 25% / 50% / 75% of the best last one |",
-            "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| game | configuration | seeds | final eval return (mean) | training return, last 50k frames | "
+        "wall time per run (min) | frames to reach a training return of 25% / 50% / 75% of the best last one |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for env_id in games:
         trains = {label: pd.read_csv(os.path.join(f, f"{env_id}_train.csv")) for label, f in zip(labels, folders)}
         # the best configuration's training return at its last bin (Freeway: no episode ends in the last 50k)
@@ -980,23 +1228,31 @@ def run_compare(cfg: Compare):
         for label in labels:
             group, train = runs[label][runs[label].env_id == env_id], trains[label]
             curve = seed_curve(train)
-            line, = axes[0].plot(curve.index, curve["mean"], label=f"{label} ({seeds_label(train.seed.nunique())})")
+            (line,) = axes[0].plot(curve.index, curve["mean"], label=f"{label} ({seeds_label(train.seed.nunique())})")
             # wall-clock minutes since the run's first event, mean over seeds
             axes[1].plot(curve.minutes, curve["mean"], color=line.get_color(), label=label)
             reach = " / ".join(f"{f / 1000:.0f}k" if f == f else "never" for f in (frames_to_reach(train, v) for v in levels))
-            rows.append(f"| {env_id} | {label} | {', '.join(map(str, sorted(group.seed)))} | "
-                        f"{group.final_eval_return.mean():.2f} | {group.final_train_return_last_50k.mean():.2f} | "
-                        f"{group.wall_time_min.mean():.1f} | {reach} (levels {' / '.join(f'{v:.1f}' for v in levels)}) |")
+            rows.append(
+                f"| {env_id} | {label} | {', '.join(map(str, sorted(group.seed)))} | "
+                f"{group.final_eval_return.mean():.2f} | {group.final_train_return_last_50k.mean():.2f} | "
+                f"{group.wall_time_min.mean():.1f} | {reach} (levels {' / '.join(f'{v:.1f}' for v in levels)}) |"
+            )
         axes[0].set(title=f"{game_title(env_id)}: training return", xlabel="environment frames", ylabel="return")
         axes[1].set(title="against wall time", xlabel="minutes since the start of the run (mean over seeds)")
         axes[0].legend(fontsize="small")
         fig.tight_layout()
         fig.savefig(os.path.join(out, f"{env_id}_compare.png"), dpi=100)
         plt.close(fig)
-    rows += ["", "Training return: mean over seeds of training episodes, in bins of 20k frames (training planner, "
-             "with exploration noise). Frames to reach: the first bin whose mean is at or above the level (nan: "
-             "never). Machine: " + "; ".join(sorted(set(m for r in runs.values() for m in r.machine))) + ". Commits: "
-             + ", ".join(sorted(set(c for r in runs.values() for c in r.commit))) + "."]
+    rows += [
+        "",
+        "Training return: mean over seeds of training episodes, in bins of 20k frames (training planner, "
+        "with exploration noise). Frames to reach: the first bin whose mean is at or above the level (nan: "
+        "never). Machine: "
+        + "; ".join(sorted(set(m for r in runs.values() for m in r.machine)))
+        + ". Commits: "
+        + ", ".join(sorted(set(c for r in runs.values() for c in r.commit)))
+        + ".",
+    ]
     write_markdown(os.path.join(out, "compare.md"), rows)
 
 
@@ -1019,25 +1275,49 @@ class CpuLines:
 
 def run_cpu_lines(cfg: CpuLines):
     path = os.path.join(cfg.out, "cpu_lines.csv")
-    table = pd.read_csv(path) if os.path.exists(path) else pd.DataFrame(
-        columns=["script", "machine", "identical", "commit", "date", "note"])
-    rows = pd.DataFrame({"script": list(cfg.scripts), "machine": cfg.machine or machine_line(),
-                         "identical": cfg.identical, "commit": git_commit(cfg.out),
-                         "date": pd.Timestamp.now(tz="UTC").strftime("%Y-%m-%d"), "note": cfg.note})
+    table = (
+        pd.read_csv(path)
+        if os.path.exists(path)
+        else pd.DataFrame(columns=["script", "machine", "identical", "commit", "date", "note"])
+    )
+    rows = pd.DataFrame(
+        {
+            "script": list(cfg.scripts),
+            "machine": cfg.machine or machine_line(),
+            "identical": cfg.identical,
+            "commit": git_commit(cfg.out),
+            "date": pd.Timestamp.now(tz="UTC").strftime("%Y-%m-%d"),
+            "note": cfg.note,
+        }
+    )
     table = pd.concat([table, rows], ignore_index=True) if len(rows) else table
     os.makedirs(cfg.out, exist_ok=True)
     table.to_csv(path, index=False)
-    write_markdown(os.path.join(cfg.out, "cpu_lines.md"),
-                   ["| script | machine | identical | commit | date | how |", "|---|---|---|---|---|---|"]
-                   + [f"| `{r.script}` | {r.machine} | {r.identical} | {r.commit} | {r.date} | {r.note} |"
-                      for r in table.fillna("").itertuples()])
+    write_markdown(
+        os.path.join(cfg.out, "cpu_lines.md"),
+        ["| script | machine | identical | commit | date | how |", "|---|---|---|---|---|---|"]
+        + [
+            f"| `{r.script}` | {r.machine} | {r.identical} | {r.commit} | {r.date} | {r.note} |"
+            for r in table.fillna("").itertuples()
+        ],
+    )
 
 
-TOOLS = {"ladder": (Ladder, run_ladder), "episode": (Episode, run_episode), "tree": (Tree, run_tree),
-         "audit": (Audit, run_audit), "tsne": (Tsne, run_tsne), "budget": (Budget, run_budget),
-         "commit": (Commit, run_commit), "collect": (Collect, run_collect), "report": (Report, run_report),
-         "random-returns": (RandomReturns, run_random_returns), "select": (Select, run_select),
-         "compare": (Compare, run_compare), "cpu-lines": (CpuLines, run_cpu_lines)}
+TOOLS = {
+    "ladder": (Ladder, run_ladder),
+    "episode": (Episode, run_episode),
+    "tree": (Tree, run_tree),
+    "audit": (Audit, run_audit),
+    "tsne": (Tsne, run_tsne),
+    "budget": (Budget, run_budget),
+    "commit": (Commit, run_commit),
+    "collect": (Collect, run_collect),
+    "report": (Report, run_report),
+    "random-returns": (RandomReturns, run_random_returns),
+    "select": (Select, run_select),
+    "compare": (Compare, run_compare),
+    "cpu-lines": (CpuLines, run_cpu_lines),
+}
 
 
 if __name__ == "__main__":

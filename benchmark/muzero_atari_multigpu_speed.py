@@ -16,6 +16,7 @@ Each setting is a short run of the script at its defaults (plus the setting's fl
     iteration's wall time.
 Writes {out}/speed.json and {out}/speed.md with the machine line.
 """
+
 import argparse
 import json
 import os
@@ -52,15 +53,33 @@ def run_setting(name: str, args) -> dict:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        env = {**os.environ, "WANDB_MODE": "disabled",
-               "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
-        cmd = [sys.executable, os.path.join(ROOT, "muzero_atari_multigpu.py"), *flags, "--total-timesteps",
-               str(total), "--eval-episodes", "0", "--learning-starts", str(steps), "--log-interval", "60"]
+        env = {**os.environ, "WANDB_MODE": "disabled", "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+        cmd = [
+            sys.executable,
+            os.path.join(ROOT, "muzero_atari_multigpu.py"),
+            *flags,
+            "--total-timesteps",
+            str(total),
+            "--eval-episodes",
+            "0",
+            "--learning-starts",
+            str(steps),
+            "--log-interval",
+            "60",
+        ]
         if processes > 1:
             cmd += ["--num-processes", str(processes), "--coordinator-address", f"127.0.0.1:{port}"]
-        procs = [subprocess.Popen(cmd + (["--process-id", str(i)] if processes > 1 else []), cwd=tmp, env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                 for i in range(processes)]
+        procs = [
+            subprocess.Popen(
+                cmd + (["--process-id", str(i)] if processes > 1 else []),
+                cwd=tmp,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for i in range(processes)
+        ]
         for p in procs:
             out, _ = p.communicate()
             if p.returncode:
@@ -79,18 +98,21 @@ def summarize(run_dir: str, name: str, steps: int, warmup: int) -> dict:
     def series(tag):
         return np.array([e.value for e in acc.Scalars(tag)][warmup:])
 
-    wall = np.diff([e.wall_time for e in acc.Scalars("charts/SPS")])[warmup - 1:]  # seconds per iteration
-    updates = np.diff([e.value for e in acc.Scalars("charts/num_updates")])[warmup - 1:]
+    wall = np.diff([e.wall_time for e in acc.Scalars("charts/SPS")])[warmup - 1 :]  # seconds per iteration
+    updates = np.diff([e.value for e in acc.Scalars("charts/num_updates")])[warmup - 1 :]
     threads = sorted(t for t in tags if t.startswith("stats/actor_time"))  # process 0's threads
     result = {
         "setting": name,
         "agent_steps_per_s": float(steps / np.median(wall)),
         # stats/actor_time runs from the start of an actor iteration, its wait for parameters included
-        "acting_decisions_per_s": [float(PER_THREAD / np.median(
-            series(t) - series(t.replace("actor_time", "actor_params_queue_wait")))) for t in threads],
+        "acting_decisions_per_s": [
+            float(PER_THREAD / np.median(series(t) - series(t.replace("actor_time", "actor_params_queue_wait"))))
+            for t in threads
+        ],
         "learner_samples_per_s": float(np.median(updates) * DEFAULTS.batch_size / np.median(series("stats/learner_time"))),
-        "actor_params_wait_share": [float(np.median(series(t.replace("actor_time", "actor_params_queue_wait")) / wall))
-                                    for t in threads],
+        "actor_params_wait_share": [
+            float(np.median(series(t.replace("actor_time", "actor_params_queue_wait")) / wall)) for t in threads
+        ],
         "learner_rollout_wait_share": float(np.median(series("stats/learner_rollout_queue_wait") / wall)),
         "seconds_per_iteration": float(np.median(wall)),
     }
@@ -110,13 +132,18 @@ def main():
     machine = machine_line()
     with open(os.path.join(args.out, "speed.json"), "w") as f:
         json.dump({"machine": machine, "results": results}, f, indent=2)
-    rows = ["| setting | agent steps/s | acting decisions/s (per thread) | learner samples/s | actor waits for "
-            "parameters (share, per thread) | learner waits for rollouts (share) |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| setting | agent steps/s | acting decisions/s (per thread) | learner samples/s | actor waits for "
+        "parameters (share, per thread) | learner waits for rollouts (share) |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in results:
-        rows.append(f"| {r['setting']} | {r['agent_steps_per_s']:.0f} | "
-                    f"{' / '.join(f'{x:.0f}' for x in r['acting_decisions_per_s'])} | {r['learner_samples_per_s']:.0f} | "
-                    f"{' / '.join(f'{x:.2f}' for x in r['actor_params_wait_share'])} | "
-                    f"{r['learner_rollout_wait_share']:.2f} |")
+        rows.append(
+            f"| {r['setting']} | {r['agent_steps_per_s']:.0f} | "
+            f"{' / '.join(f'{x:.0f}' for x in r['acting_decisions_per_s'])} | {r['learner_samples_per_s']:.0f} | "
+            f"{' / '.join(f'{x:.2f}' for x in r['actor_params_wait_share'])} | "
+            f"{r['learner_rollout_wait_share']:.2f} |"
+        )
     write_markdown(os.path.join(args.out, "speed.md"), rows + ["", f"Machine: {machine}."])
 
 

@@ -4,6 +4,7 @@ without episodic life, sticky actions as the defaults. Writes docs/benchmark/muz
 
     python benchmark/muzero_atari_serve.py     # ~2 min
 """
+
 import json
 import os
 import sys
@@ -25,8 +26,13 @@ def stalls(fire_steps: int, episodic_life: bool) -> dict:
         step = envs.step(np.where(legal[:, 1], 1, np.argmax(legal, 1)))  # NOOP whenever it is legal
         lengths += tracker.update(step)[2].tolist()  # env actions per game: a cut game has CAP - 1
     lengths = np.array(lengths)
-    return dict(fire_steps=fire_steps, episodic_life=episodic_life, games=len(lengths),
-                stalled=int((lengths >= CAP - 1).sum()), median_length=float(np.median(lengths)))
+    return dict(
+        fire_steps=fire_steps,
+        episodic_life=episodic_life,
+        games=len(lengths),
+        stalled=int((lengths >= CAP - 1).sum()),
+        median_length=float(np.median(lengths)),
+    )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ Every --eval-every updates it reports, on the held-out positions, the mean |pred
 reward on rewarding and on other steps, and the share of rewarding steps predicted above 0.5 (and of
 other steps, false positives). Writes {out}/reward_check_{env_id}.csv and prints a table.
 """
+
 import argparse
 import os
 import sys
@@ -38,8 +39,13 @@ def play_randomly(env_id: str, num_envs: int, steps: int, seed: int) -> dict:
     step = envs.step(np.zeros(num_envs, np.int32))
     for _ in range(steps):
         action = np.where(step.is_last, 0, rng.integers(1, envs.num_actions, num_envs)).astype(np.int32)
-        for k, v in (("obs", step.obs), ("reward", step.reward), ("is_first", step.is_first),
-                     ("is_last", step.is_last), ("action", action)):
+        for k, v in (
+            ("obs", step.obs),
+            ("reward", step.reward),
+            ("is_first", step.is_first),
+            ("is_last", step.is_last),
+            ("action", action),
+        ):
             fields[k].append(v)
         step = envs.step(action)
     data = {k: np.stack(v, 1) for k, v in fields.items()}
@@ -85,7 +91,7 @@ def main(a):
     split = int(a.steps * 0.8)
     test_c = np.arange(split, a.steps - 1)
     test = windows(np.repeat(np.arange(a.num_envs), len(test_c)), np.tile(test_c, a.num_envs))
-    train_rewarding = np.nonzero(data["reward"][:, L + 1: split] != 0)  # reward r_{c+1} for c = L + column
+    train_rewarding = np.nonzero(data["reward"][:, L + 1 : split] != 0)  # reward r_{c+1} for c = L + column
     rows = []
     for sampling, num_updates in (("uniform", a.updates), ("balanced", a.balanced_updates)):
         rng = np.random.default_rng(a.seed)
@@ -96,13 +102,25 @@ def main(a):
             if i % a.eval_every == 0:
                 pred, reward = map(np.asarray, held_out(params, test))
                 rewarding, error = reward != 0, np.abs(pred - reward)
-                rows.append({"env_id": a.env_id, "sampling": sampling, "updates": i,
-                             "error_rewarding": error[rewarding].mean(), "error_other": error[~rewarding].mean(),
-                             "detected": (pred[rewarding] > 0.5).mean(), "false_positive": (pred[~rewarding] > 0.5).mean(),
-                             "held_out_rewarding": int(rewarding.sum()), "held_out_steps": len(reward)})
-                print(f"{sampling} {i}: error on rewarding steps {rows[-1]['error_rewarding']:.3f}, other "
-                      f"{rows[-1]['error_other']:.3f}, detected {rows[-1]['detected']:.2f}, false positives "
-                      f"{rows[-1]['false_positive']:.3f} ({time.time() - start:.0f} s)", flush=True)
+                rows.append(
+                    {
+                        "env_id": a.env_id,
+                        "sampling": sampling,
+                        "updates": i,
+                        "error_rewarding": error[rewarding].mean(),
+                        "error_other": error[~rewarding].mean(),
+                        "detected": (pred[rewarding] > 0.5).mean(),
+                        "false_positive": (pred[~rewarding] > 0.5).mean(),
+                        "held_out_rewarding": int(rewarding.sum()),
+                        "held_out_steps": len(reward),
+                    }
+                )
+                print(
+                    f"{sampling} {i}: error on rewarding steps {rows[-1]['error_rewarding']:.3f}, other "
+                    f"{rows[-1]['error_other']:.3f}, detected {rows[-1]['detected']:.2f}, false positives "
+                    f"{rows[-1]['false_positive']:.3f} ({time.time() - start:.0f} s)",
+                    flush=True,
+                )
             if i == num_updates:
                 break
             env, c = rng.integers(0, a.num_envs, a.batch_size), rng.integers(L, split - 1, a.batch_size)
@@ -116,8 +134,11 @@ def main(a):
     os.makedirs(a.out, exist_ok=True)
     out.to_csv(os.path.join(a.out, f"reward_check_{a.env_id}.csv"), index=False)
     print(f"\n{a.env_id}: {share:.2%} of random-play steps reward; {len(train_rewarding[0])} rewarding training positions")
-    print(out[["sampling", "updates", "error_rewarding", "error_other", "detected", "false_positive"]]
-          .to_string(index=False, float_format="%.3f"))
+    print(
+        out[["sampling", "updates", "error_rewarding", "error_other", "detected", "false_positive"]].to_string(
+            index=False, float_format="%.3f"
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ measures, at that setting's Args:
     setting ran (/proc/stat); on a shared host it explains most of the run-to-run spread.
 Writes {out}/speed.json and {out}/speed.md (with the machine line).
 """
+
 import argparse
 import contextlib
 import json
@@ -90,8 +91,7 @@ def conv_speed(batch: int, channels: int) -> float:
 
     x = jax.random.normal(jax.random.PRNGKey(0), (batch, 10, 10, channels), jnp.float32)
     w = jax.random.normal(jax.random.PRNGKey(1), (3, 3, channels, channels), jnp.float32)
-    conv = jax.jit(lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
-                                                             dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    conv = jax.jit(lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
     return 2 * batch * 100 * 9 * channels * channels / best_time(lambda: conv(x, w), 20)
 
 
@@ -119,12 +119,32 @@ def make_update(m, net, args, optimizer, params):
     state = m.TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
     if not hasattr(m, "learner_mesh"):
         one = m.Args(**{**vars(args), "learner_device_ids": args.learner_device_ids[:1]})
-        return (m.make_update_fn(net, args, optimizer), m.replicate(state, args),
-                (m.make_update_fn(net, one, optimizer), m.replicate(state, one)))
+        return (
+            m.make_update_fn(net, args, optimizer),
+            m.replicate(state, args),
+            (m.make_update_fn(net, one, optimizer), m.replicate(state, one)),
+        )
     mesh, one_mesh = m.learner_mesh(args.learner_device_ids), m.learner_mesh(args.learner_device_ids[:1])
-    return (m.make_update_fn(net, args, optimizer, mesh),
-            jax.device_put(state, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())),
-            (m.make_update_fn(net, args, optimizer, one_mesh), jax.device_put(state, jax.local_devices()[0])))
+    return (
+        m.make_update_fn(net, args, optimizer, mesh),
+        jax.device_put(state, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())),
+        (m.make_update_fn(net, args, optimizer, one_mesh), jax.device_put(state, jax.local_devices()[0])),
+    )
+
+
+def make_replay(m, args, env):
+    """A uniform replay of --buffer-size steps: the script's Replay (older scripts took its settings one by one)."""
+    import dataclasses
+    import inspect
+
+    S = args.num_steps
+    if list(inspect.signature(m.Replay.__init__).parameters)[1] == "args":
+        uniform = dataclasses.replace(args, sampling="uniform", priority_epsilon=1e-3)
+        return m.Replay(uniform, args.buffer_size // S, env.obs_shape, env.num_actions, 0)
+    look = args.unroll_steps + args.td_steps
+    return m.Replay(
+        args.buffer_size // S, S, args.history_length, look, env.obs_shape, env.num_actions, "uniform", 1.0, 1e-3, 0
+    )
 
 
 def cpu_ticks() -> tuple[int, int]:
@@ -134,8 +154,9 @@ def cpu_ticks() -> tuple[int, int]:
     return fields[7], sum(fields)
 
 
-def measure(name: str, iterations: int, warmup: int, source: str | None = None, parts_only: bool = False,
-            batch_size: int | None = None) -> dict:
+def measure(
+    name: str, iterations: int, warmup: int, source: str | None = None, parts_only: bool = False, batch_size: int | None = None
+) -> dict:
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -149,8 +170,11 @@ def measure(name: str, iterations: int, warmup: int, source: str | None = None, 
     if batch_size is not None:
         overrides = {**overrides, "batch_size": batch_size}
     args = m.Args(**overrides)
-    result = {"setting": name, "batch_size": args.batch_size,
-              "overrides": {k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()}}
+    result = {
+        "setting": name,
+        "batch_size": args.batch_size,
+        "overrides": {k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()},
+    }
     peak = matmul_peak()
     result["matmul_peak_gflops"] = peak / 1e9
     result["conv3x3_gflops"] = conv_speed(args.batch_size, args.channels) / 1e9
@@ -172,32 +196,43 @@ def measure(name: str, iterations: int, warmup: int, source: str | None = None, 
         key = jax.random.PRNGKey(1)
         act_time = best_time(lambda: act(a_params, state, step.obs, step.is_first, legal, key), 20)
         stacked = m.stack_history(state.frames, state.actions)
-        initial = jax.jit(lambda p, s: net.apply(p, net.apply(p, s, method=m.MuZeroNet.represent),
-                                                 method=m.MuZeroNet.predict))
+        initial = jax.jit(lambda p, s: net.apply(p, net.apply(p, s, method=m.MuZeroNet.represent), method=m.MuZeroNet.predict))
         x = net.apply(a_params, stacked, method=m.MuZeroNet.represent)
-        recurrent = jax.jit(lambda p, x, a: net.apply(p, net.apply(p, x, a, method=m.MuZeroNet.dynamics)[0],
-                                                      method=m.MuZeroNet.predict))
-        act_flops = (flops_of(initial, a_params, stacked)
-                     + args.num_simulations * flops_of(recurrent, a_params, x, jnp.zeros(args.num_envs, jnp.int32)))
-    result["acting"] = {"decisions_per_s": args.num_envs / act_time, "ms_per_step": 1e3 * act_time,
-                        "network_gflop_per_step": act_flops / 1e9, "gflops": act_flops / act_time / 1e9,
-                        "share_of_peak": act_flops / act_time / peak}
+        recurrent = jax.jit(
+            lambda p, x, a: net.apply(p, net.apply(p, x, a, method=m.MuZeroNet.dynamics)[0], method=m.MuZeroNet.predict)
+        )
+        act_flops = flops_of(initial, a_params, stacked) + args.num_simulations * flops_of(
+            recurrent, a_params, x, jnp.zeros(args.num_envs, jnp.int32)
+        )
+    result["acting"] = {
+        "decisions_per_s": args.num_envs / act_time,
+        "ms_per_step": 1e3 * act_time,
+        "network_gflop_per_step": act_flops / 1e9,
+        "gflops": act_flops / act_time / 1e9,
+        "share_of_peak": act_flops / act_time / peak,
+    }
 
     # learning, on the learner's devices, from a replay filled with played steps
     optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
     update, train_state, one_device_update = make_update(m, net, args, optimizer, params)
     L, S = args.history_length, args.num_steps
-    replay = m.Replay(args.buffer_size // S, S, L, args.unroll_steps + args.td_steps, env.obs_shape,
-                      env.num_actions, "uniform", 1.0, 1e-3, 0)
+    replay = make_replay(m, args, env)
     span = L + S + args.unroll_steps + args.td_steps
     segments = m.empty_segments(args.num_envs, span, env.obs_shape, env.num_actions)
     rng = np.random.default_rng(0)
     for _ in range(max(1, args.batch_size // (args.num_envs * S)) + 1):
         for t in range(span):
             step = env.step(rng.integers(1, env.num_actions, args.num_envs))
-            played = dict(obs=step.obs, reward=step.reward, is_first=step.is_first, is_last=step.is_last,
-                          action=rng.integers(1, env.num_actions, args.num_envs), value=rng.normal(size=args.num_envs),
-                          policy=np.full((args.num_envs, env.num_actions), 1 / env.num_actions), valid=True)
+            played = dict(
+                obs=step.obs,
+                reward=step.reward,
+                is_first=step.is_first,
+                is_last=step.is_last,
+                action=rng.integers(1, env.num_actions, args.num_envs),
+                value=rng.normal(size=args.num_envs),
+                policy=np.full((args.num_envs, env.num_actions), 1 / env.num_actions),
+                valid=True,
+            )
             for k, v in played.items():
                 segments[k][:, t] = v
         replay.add(segments, np.ones((args.num_envs, S)))
@@ -210,35 +245,51 @@ def measure(name: str, iterations: int, warmup: int, source: str | None = None, 
 
     update_time = best_time(one_update, 10)
     update_flops = flops_of(jax.jit(one_device_update[0]), one_device_update[1], batch, weights)
-    result["learner"] = {"samples_per_s": args.batch_size / update_time, "ms_per_update": 1e3 * update_time,
-                         "gflop_per_update": update_flops / 1e9, "gflops": update_flops / update_time / 1e9,
-                         "share_of_peak": update_flops / update_time / peak}
+    result["learner"] = {
+        "samples_per_s": args.batch_size / update_time,
+        "ms_per_update": 1e3 * update_time,
+        "gflop_per_update": update_flops / 1e9,
+        "gflops": update_flops / update_time / 1e9,
+        "share_of_peak": update_flops / update_time / peak,
+    }
 
     if parts_only:
         return result
     # end to end: a short run of main, timed from its events after the warm-up iterations
     steps_per_iteration = args.num_envs * S
-    run_args = m.Args(**{**overrides, "total_timesteps": (warmup + iterations) * steps_per_iteration,
-                         "eval_interval": 10**9, "eval_episodes": 0, "log_interval": 1e9})
+    run_args = m.Args(
+        **{
+            **overrides,
+            "total_timesteps": (warmup + iterations) * steps_per_iteration,
+            "eval_interval": 10**9,
+            "eval_episodes": 0,
+            "log_interval": 1e9,
+        }
+    )
     with short_run(m, run_args) as run_dir:
         events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
         events.Reload()
-        series = {tag: [e for e in events.Scalars(tag) if e.step > warmup * steps_per_iteration]
-                  for tag in events.Tags()["scalars"] if tag.startswith(("stats/", "charts/SPS"))}
+        series = {
+            tag: [e for e in events.Scalars(tag) if e.step > warmup * steps_per_iteration]
+            for tag in events.Tags()["scalars"]
+            if tag.startswith(("stats/", "charts/SPS"))
+        }
     first = [e for e in events.Scalars("charts/SPS") if e.step == warmup * steps_per_iteration][0]
     last = series["charts/SPS"][-1]
     wall = last.wall_time - first.wall_time
     total = {tag: sum(e.value for e in es) for tag, es in series.items()}
     result["end_to_end"] = {
-        "env_steps_per_s": (last.step - first.step) / wall, "wall_s": wall, "iterations": iterations,
-        "learner_queue_wait_share": (total["stats/learner_rollout_queue_wait"]
-                                     + total["stats/learner_params_queue_put_wait"]) / wall,
-        "actor_queue_wait_share": (total["stats/actor_params_queue_wait"]
-                                   + total["stats/actor_rollout_queue_put_wait"]) / wall,
+        "env_steps_per_s": (last.step - first.step) / wall,
+        "wall_s": wall,
+        "iterations": iterations,
+        "learner_queue_wait_share": (total["stats/learner_rollout_queue_wait"] + total["stats/learner_params_queue_put_wait"])
+        / wall,
+        "actor_queue_wait_share": (total["stats/actor_params_queue_wait"] + total["stats/actor_rollout_queue_put_wait"])
+        / wall,
         "learner_samples_per_s": args.replay_ratio * (last.step - first.step) / wall,
         # the actor's speed while it is not waiting (history, search, environment steps, copies)
-        "actor_active_decisions_per_s": (last.step - first.step) / (
-            total["stats/actor_time"] - total["stats/actor_params_queue_wait"]),
+        "actor_active_decisions_per_s": (last.step - first.step)
+        / (total["stats/actor_time"] - total["stats/actor_params_queue_wait"]),
     }
     return result
 
@@ -249,32 +300,49 @@ def write_report(results: list, out: str, meta: dict):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "speed.json"), "w") as f:
         json.dump({**meta, "results": results}, f, indent=1)
-    rows = ["| setting | acting decisions/s | acting % of peak | learner samples/s | learner % of peak | "
-            "3x3 conv alone, % of peak | env steps/s (end to end) | actor queue wait | learner queue wait | "
-            "matmul peak GFLOP/s | CPU steal |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| setting | acting decisions/s | acting % of peak | learner samples/s | learner % of peak | "
+        "3x3 conv alone, % of peak | env steps/s (end to end) | actor queue wait | learner queue wait | "
+        "matmul peak GFLOP/s | CPU steal |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
-        a, l, e, peak = r["acting"], r["learner"], r["end_to_end"], r["matmul_peak_gflops"]
-        rows.append(f"| {r['setting']} | {a['decisions_per_s']:.0f} | {100 * a['share_of_peak']:.1f}% | "
-                    f"{l['samples_per_s']:.0f} | {100 * l['share_of_peak']:.1f}% | "
-                    f"{100 * r['conv3x3_gflops'] / peak:.0f}% | {e['env_steps_per_s']:.0f} | "
-                    f"{100 * e['actor_queue_wait_share']:.0f}% | {100 * e['learner_queue_wait_share']:.0f}% | "
-                    f"{peak:.0f} | {100 * r['cpu_steal']:.0f}% |")
-    rows += ["", "Acting and learner columns time each jitted function alone; the end-to-end columns come from "
-             f"a short run of the script (both threads sharing the CPU). Machine: {meta['machine']}. "
-             f"Commit: {meta['commit']}. Command: `{meta['command']}`."]
+        a, learner, e, peak = r["acting"], r["learner"], r["end_to_end"], r["matmul_peak_gflops"]
+        rows.append(
+            f"| {r['setting']} | {a['decisions_per_s']:.0f} | {100 * a['share_of_peak']:.1f}% | "
+            f"{learner['samples_per_s']:.0f} | {100 * learner['share_of_peak']:.1f}% | "
+            f"{100 * r['conv3x3_gflops'] / peak:.0f}% | {e['env_steps_per_s']:.0f} | "
+            f"{100 * e['actor_queue_wait_share']:.0f}% | {100 * e['learner_queue_wait_share']:.0f}% | "
+            f"{peak:.0f} | {100 * r['cpu_steal']:.0f}% |"
+        )
+    rows += [
+        "",
+        "Acting and learner columns time each jitted function alone; the end-to-end columns come from "
+        f"a short run of the script (both threads sharing the CPU). Machine: {meta['machine']}. "
+        f"Commit: {meta['commit']}. Command: `{meta['command']}`.",
+    ]
     write_markdown(os.path.join(out, "speed.md"), rows)
 
 
-def compare(rev: str, repeats: int, out: str, meta: dict, batch_size: int | None = None, end_to_end: bool = False,
-            iterations: int = 6, warmup: int = 2):
+def compare(
+    rev: str,
+    repeats: int,
+    out: str,
+    meta: dict,
+    batch_size: int | None = None,
+    end_to_end: bool = False,
+    iterations: int = 6,
+    warmup: int = 2,
+):
     """Learner and acting speed (and with `end_to_end` the environment steps/s of a short run) of
     muzero_minatar.py at `rev` and in the working tree, alternating; each at its own default batch size, or
     both at `batch_size`."""
     from muzero_tools import REPO, write_markdown
 
     with tempfile.TemporaryDirectory() as old_dir:
-        code = subprocess.run(["git", "show", f"{rev}:muzero_minatar.py"], cwd=REPO, capture_output=True,
-                              text=True, check=True).stdout
+        code = subprocess.run(
+            ["git", "show", f"{rev}:muzero_minatar.py"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout
         with open(os.path.join(old_dir, "muzero_minatar.py"), "w") as f:
             f.write(code)
         sources = {rev: old_dir, "working tree": REPO}
@@ -282,44 +350,70 @@ def compare(rev: str, repeats: int, out: str, meta: dict, batch_size: int | None
         for r in range(repeats):
             for name, source in sources.items():
                 env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
-                one = [sys.executable, __file__, "--one", "default", "--source", source, "--iterations",
-                       str(iterations), "--warmup", str(warmup)] + ([] if end_to_end else ["--parts-only"])
+                one = [
+                    sys.executable,
+                    __file__,
+                    "--one",
+                    "default",
+                    "--source",
+                    source,
+                    "--iterations",
+                    str(iterations),
+                    "--warmup",
+                    str(warmup),
+                ] + ([] if end_to_end else ["--parts-only"])
                 if batch_size is not None:
                     one += ["--compare-batch-size", str(batch_size)]
                 done = subprocess.run(one, env=env, capture_output=True, text=True)
                 if done.returncode != 0:
                     sys.exit(f"{name} failed:\n{done.stderr[-3000:]}")
                 (line,) = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
-                result = json.loads(line[len("RESULT "):])
+                result = json.loads(line[len("RESULT ") :])
                 samples[name].append(result)
-                print(f"round {r + 1} {name}: learner {result['learner']['samples_per_s']:.0f} samples/s, "
-                      f"acting {result['acting']['decisions_per_s']:.0f} decisions/s", flush=True)
+                print(
+                    f"round {r + 1} {name}: learner {result['learner']['samples_per_s']:.0f} samples/s, "
+                    f"acting {result['acting']['decisions_per_s']:.0f} decisions/s",
+                    flush=True,
+                )
     import numpy as np
 
     def median(name, part, key):
         return float(np.median([x[part][key] for x in samples[name]]))
 
     speeds = ("learner_samples_per_s", "acting_decisions_per_s") + (("env_steps_per_s",) if end_to_end else ())
-    summary = {name: {"batch_size": samples[name][0]["batch_size"],
-                      "learner_samples_per_s": median(name, "learner", "samples_per_s"),
-                      "acting_decisions_per_s": median(name, "acting", "decisions_per_s"),
-                      **({"env_steps_per_s": median(name, "end_to_end", "env_steps_per_s")} if end_to_end else {})}
-               for name in sources}
+    summary = {
+        name: {
+            "batch_size": samples[name][0]["batch_size"],
+            "learner_samples_per_s": median(name, "learner", "samples_per_s"),
+            "acting_decisions_per_s": median(name, "acting", "decisions_per_s"),
+            **({"env_steps_per_s": median(name, "end_to_end", "env_steps_per_s")} if end_to_end else {}),
+        }
+        for name in sources
+    }
     new, old = summary["working tree"], summary[rev]
     ratio = {k: new[k] / old[k] for k in speeds}
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "speed_compare.json"), "w") as f:
-        json.dump({**meta, "baseline": rev, "repeats": repeats, "median": summary, "ratio": ratio,
-                   "rounds": samples}, f, indent=1)
+        json.dump(
+            {**meta, "baseline": rev, "repeats": repeats, "median": summary, "ratio": ratio, "rounds": samples}, f, indent=1
+        )
     e2e = end_to_end
-    rows = ["| code | batch size | learner samples/s (median) | acting decisions/s (median) |"
-            + (" env steps/s end to end (median) |" if e2e else ""), "|---|---|---|---|" + ("---|" if e2e else "")]
-    rows += [f"| {label} | {s['batch_size']} | {s['learner_samples_per_s']:.0f} | {s['acting_decisions_per_s']:.0f} |"
-             + (f" {s['env_steps_per_s']:.0f} |" if e2e else "") for label, s in ((rev, old), (meta["commit"], new))]
-    rows += [f"| ratio | | **{ratio['learner_samples_per_s']:.2f}x** | {ratio['acting_decisions_per_s']:.2f}x |"
-             + (f" **{ratio['env_steps_per_s']:.2f}x** |" if e2e else ""), "",
-            f"Median of {repeats} alternating processes each. Machine: {meta['machine']}. "
-            f"Command: `{meta['command']}`."]
+    rows = [
+        "| code | batch size | learner samples/s (median) | acting decisions/s (median) |"
+        + (" env steps/s end to end (median) |" if e2e else ""),
+        "|---|---|---|---|" + ("---|" if e2e else ""),
+    ]
+    rows += [
+        f"| {label} | {s['batch_size']} | {s['learner_samples_per_s']:.0f} | {s['acting_decisions_per_s']:.0f} |"
+        + (f" {s['env_steps_per_s']:.0f} |" if e2e else "")
+        for label, s in ((rev, old), (meta["commit"], new))
+    ]
+    rows += [
+        f"| ratio | | **{ratio['learner_samples_per_s']:.2f}x** | {ratio['acting_decisions_per_s']:.2f}x |"
+        + (f" **{ratio['env_steps_per_s']:.2f}x** |" if e2e else ""),
+        "",
+        f"Median of {repeats} alternating processes each. Machine: {meta['machine']}. Command: `{meta['command']}`.",
+    ]
     write_markdown(os.path.join(out, "speed_compare.md"), rows)
 
 
@@ -332,22 +426,29 @@ def checkpoint_cost(iterations: int, out: str, meta: dict):
 
     args = m.Args()
     steps = args.num_envs * args.num_steps
-    run_args = m.Args(total_timesteps=(iterations + 1) * steps, checkpoint_interval=steps, eval_episodes=0,
-                      log_interval=1e9)
+    run_args = m.Args(total_timesteps=(iterations + 1) * steps, checkpoint_interval=steps, eval_episodes=0, log_interval=1e9)
     with short_run(m, run_args) as run_dir:
         size = os.path.getsize(os.path.join(run_dir, m.CHECKPOINT_FILE))
         events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
         events.Reload()
         times = [e.value for e in events.Scalars("stats/checkpoint_time")]
-    result = {**meta, "env_id": args.env_id, "checkpoints": len(times), "size_mb": size / 1e6,
-              "median_write_s": float(np.median(times)), "max_write_s": float(np.max(times))}
+    result = {
+        **meta,
+        "env_id": args.env_id,
+        "checkpoints": len(times),
+        "size_mb": size / 1e6,
+        "median_write_s": float(np.median(times)),
+        "max_write_s": float(np.max(times)),
+    }
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "checkpoint_cost.json"), "w") as f:
         json.dump(result, f, indent=1)
-    text = (f"One checkpoint of the default configuration ({args.env_id}, replay of {args.buffer_size:,} steps) is "
-            f"{size / 1e6:.0f} MB and takes {result['median_write_s']:.2f} s to write (median of {len(times)}, "
-            f"longest {result['max_write_s']:.2f} s). Machine: {meta['machine']}. Commit: {meta['commit']}. "
-            f"Command: `{meta['command']}`.")
+    text = (
+        f"One checkpoint of the default configuration ({args.env_id}, replay of {args.buffer_size:,} steps) is "
+        f"{size / 1e6:.0f} MB and takes {result['median_write_s']:.2f} s to write (median of {len(times)}, "
+        f"longest {result['max_write_s']:.2f} s). Machine: {meta['machine']}. Commit: {meta['commit']}. "
+        f"Command: `{meta['command']}`."
+    )
     with open(os.path.join(out, "checkpoint_cost.md"), "w") as f:
         f.write(text + "\n")
     print(text)
@@ -358,15 +459,25 @@ def main():
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--iterations", type=int, default=16, help="timed actor iterations per end-to-end run")
     parser.add_argument("--warmup", type=int, default=4, help="actor iterations before timing starts")
-    parser.add_argument("--compare", metavar="REV", help="only the learner and acting speed of REV against the "
-                        "working tree, alternating processes")
+    parser.add_argument(
+        "--compare",
+        metavar="REV",
+        help="only the learner and acting speed of REV against the working tree, alternating processes",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="--compare: processes per side")
-    parser.add_argument("--compare-batch-size", type=int, help="--compare: both sides at this batch size "
-                        "(default: each side's own default)")  # also read by --one
-    parser.add_argument("--end-to-end", action="store_true", help="--compare: also a short run of each side "
-                        "(--warmup + --iterations actor iterations), its environment steps/s")
-    parser.add_argument("--checkpoint-cost", action="store_true", help="only the size and write time of a "
-                        "checkpoint at the default configuration (--iterations checkpoints)")
+    parser.add_argument(
+        "--compare-batch-size", type=int, help="--compare: both sides at this batch size (default: each side's own default)"
+    )  # also read by --one
+    parser.add_argument(
+        "--end-to-end",
+        action="store_true",
+        help="--compare: also a short run of each side (--warmup + --iterations actor iterations), its environment steps/s",
+    )
+    parser.add_argument(
+        "--checkpoint-cost",
+        action="store_true",
+        help="only the size and write time of a checkpoint at the default configuration (--iterations checkpoints)",
+    )
     parser.add_argument("--out", default="docs/benchmark/muzero_minatar")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one setting, print JSON
     parser.add_argument("--source", help=argparse.SUPPRESS)  # internal: directory of the muzero_minatar.py to time
@@ -382,8 +493,12 @@ def main():
     command = "python benchmark/muzero_minatar_speed.py" + (
         f" --compare {a.compare} --repeats {a.repeats}"
         + (f" --compare-batch-size {a.compare_batch_size}" if a.compare_batch_size else "")
-        + (f" --end-to-end --iterations {a.iterations} --warmup {a.warmup}" if a.end_to_end else "") if a.compare else
-        f" --checkpoint-cost --iterations {a.iterations}" if a.checkpoint_cost else "")
+        + (f" --end-to-end --iterations {a.iterations} --warmup {a.warmup}" if a.end_to_end else "")
+        if a.compare
+        else f" --checkpoint-cost --iterations {a.iterations}"
+        if a.checkpoint_cost
+        else ""
+    )
     meta = {"machine": machine_line(), "commit": git_commit(a.out), "command": command}
     if a.compare:
         compare(a.compare, a.repeats, a.out, meta, a.compare_batch_size, a.end_to_end, a.iterations, a.warmup)
@@ -397,13 +512,17 @@ def main():
         env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
         print(f"== {name}", flush=True)
         steal0, total0 = cpu_ticks()
-        out = subprocess.run([sys.executable, __file__, "--one", name, "--iterations", str(a.iterations),
-                              "--warmup", str(a.warmup)], env=env, capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", name, "--iterations", str(a.iterations), "--warmup", str(a.warmup)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         steal1, total1 = cpu_ticks()
         if out.returncode != 0:
             sys.exit(f"setting {name} failed:\n{out.stderr[-3000:]}")
         (line,) = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
-        results.append({**json.loads(line[len("RESULT "):]), "cpu_steal": (steal1 - steal0) / (total1 - total0)})
+        results.append({**json.loads(line[len("RESULT ") :]), "cpu_steal": (steal1 - steal0) / (total1 - total0)})
         print(json.dumps(results[-1], indent=1), flush=True)
     write_report(results, a.out, meta)
 

@@ -14,8 +14,11 @@ sys.path.insert(0, ROOT)
 # imported): the short runs of a script compile the same functions, so only the first run pays for them.
 CACHE_DIR = tempfile.mkdtemp(prefix="muzero_tests_jax_cache_")
 atexit.register(shutil.rmtree, CACHE_DIR, ignore_errors=True)
-os.environ.update(JAX_COMPILATION_CACHE_DIR=CACHE_DIR, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-                  JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1")
+os.environ.update(
+    JAX_COMPILATION_CACHE_DIR=CACHE_DIR,
+    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1",
+)
 GOLDEN_DIR = os.path.join(ROOT, "tests", "golden")
 
 
@@ -23,12 +26,15 @@ def golden_text(golden: dict) -> str:
     """The golden file's JSON with one line per logged tag, so that a diff shows which series moved."""
     series = ",\n".join(f"  {json.dumps(tag)}: {json.dumps(values)}" for tag, values in golden["series"].items())
     head = json.dumps({k: v for k, v in golden.items() if k != "series"}, indent=1)[:-2]
-    return f"{head},\n \"series\": {{\n{series}\n }}\n}}\n"
+    return f'{head},\n "series": {{\n{series}\n }}\n}}\n'
 
 
 def pytest_addoption(parser):
-    parser.addoption("--update-golden", action="store_true",
-                     help="write tests/golden/*.json from this machine's runs instead of comparing with them")
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="write tests/golden/*.json from this machine's runs instead of comparing with them",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -48,8 +54,16 @@ def golden(request):
 
             os.makedirs(GOLDEN_DIR, exist_ok=True)
             with open(path, "w") as f:
-                f.write(golden_text({"command": " ".join(command), "machine": machine_line(),
-                                     "commit": git_commit(GOLDEN_DIR), "series": series}))
+                f.write(
+                    golden_text(
+                        {
+                            "command": " ".join(command),
+                            "machine": machine_line(),
+                            "commit": git_commit(GOLDEN_DIR),
+                            "series": series,
+                        }
+                    )
+                )
             return
         with open(path) as f:
             expected = json.load(f)
@@ -58,8 +72,10 @@ def golden(request):
         for tag, values in expected["series"].items():
             got = series[tag]
             first = next((i for i, (a, b) in enumerate(zip(got, values)) if a != b), min(len(got), len(values)))
-            assert got == values, (f"{tag} differs from the golden run made on {expected['machine']} at "
-                                   f"{expected['commit']}, from entry {first} on: {got[first:first + 2]} instead of "
-                                   f"{values[first:first + 2]} ([step, value])")
+            assert got == values, (
+                f"{tag} differs from the golden run made on {expected['machine']} at "
+                f"{expected['commit']}, from entry {first} on: {got[first : first + 2]} instead of "
+                f"{values[first : first + 2]} ([step, value])"
+            )
 
     return check

@@ -1,6 +1,7 @@
 """Tests of muzero_atari_multigpu.py: envpool's Atari games, the down-sampling network, a run with two actor
 threads on two forced CPU devices (a fresh interpreter: the device count is fixed when jax starts). The
 skeleton it shares with muzero_minatar.py is tested in test_devices.py."""
+
 import glob
 import os
 from functools import partial
@@ -10,19 +11,61 @@ import numpy as np
 import pytest
 
 import muzero_atari_multigpu as ma
+import muzero_tools as tools
 from test_runs import assert_refused, run_together, scalars
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 ENV2 = {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-SMALL = ["--resolution", "32", "--num-envs", "4", "--num-steps", "16", "--channels", "8",
-         "--downsample-blocks", "0", "0", "0", "--repr-blocks", "1", "--pred-blocks", "0", "--head-hidden", "16",
-         "--num-simulations", "2", "--unroll-steps", "2", "--td-steps", "3", "--max-episode-steps", "100"]
+SMALL = [
+    "--resolution",
+    "32",
+    "--num-envs",
+    "4",
+    "--num-steps",
+    "16",
+    "--channels",
+    "8",
+    "--downsample-blocks",
+    "0",
+    "0",
+    "0",
+    "--repr-blocks",
+    "1",
+    "--pred-blocks",
+    "0",
+    "--head-hidden",
+    "16",
+    "--num-simulations",
+    "2",
+    "--unroll-steps",
+    "2",
+    "--td-steps",
+    "3",
+    "--max-episode-steps",
+    "100",
+]
 
 
 def small_args(**kw) -> ma.Args:
-    return ma.Args(**{**dict(resolution=32, num_envs=4, num_steps=16, channels=8, downsample_blocks=(0, 0, 0),
-                             repr_blocks=1, pred_blocks=0, head_hidden=16, num_simulations=2, unroll_steps=2,
-                             td_steps=3, max_episode_steps=100), **kw})
+    return ma.Args(
+        **{
+            **dict(
+                resolution=32,
+                num_envs=4,
+                num_steps=16,
+                channels=8,
+                downsample_blocks=(0, 0, 0),
+                repr_blocks=1,
+                pred_blocks=0,
+                head_hidden=16,
+                num_simulations=2,
+                unroll_steps=2,
+                td_steps=3,
+                max_episode_steps=100,
+            ),
+            **kw,
+        }
+    )
 
 
 # --- environment bridge ------------------------------------------------------------------------------
@@ -97,8 +140,26 @@ def test_downsampling_gives_the_papers_board():
 
 
 # --- runs: actor threads, devices, processes ------------------------------------------------------------
-RUN = [*SMALL, "--total-timesteps", "768", "--learning-starts", "128", "--batch-size", "16", "--buffer-size", "1024",
-       "--eval-episodes", "2", "--eval-interval", "384", "--seed", "3", "--save-model", "--num-envs", "2"]
+RUN = [
+    *SMALL,
+    "--total-timesteps",
+    "768",
+    "--learning-starts",
+    "128",
+    "--batch-size",
+    "16",
+    "--buffer-size",
+    "1024",
+    "--eval-episodes",
+    "2",
+    "--eval-interval",
+    "384",
+    "--seed",
+    "3",
+    "--save-model",
+    "--num-envs",
+    "2",
+]
 MODEL = "muzero_atari_multigpu.muzero_model"
 
 
@@ -107,8 +168,16 @@ def threaded_run(tmp_path_factory):
     """One run with 2 actor threads of 2 games each (2 x 2 x 16 = 64 steps an iteration) and the learner pmapped
     over 2 devices."""
     d = tmp_path_factory.mktemp("threads")
-    run_together([([*RUN, "--num-actor-threads", "2", "--actor-device-ids", "0", "1", "--learner-device-ids", "0", "1"],
-                   d, ma.__file__, ENV2)])
+    run_together(
+        [
+            (
+                [*RUN, "--num-actor-threads", "2", "--actor-device-ids", "0", "1", "--learner-device-ids", "0", "1"],
+                d,
+                ma.__file__,
+                ENV2,
+            )
+        ]
+    )
     (run_dir,) = glob.glob(str(d / "runs" / "*"))
     return run_dir
 
@@ -119,24 +188,51 @@ def test_a_threaded_run_logs_both_threads_and_saves_a_model_that_plays(threaded_
     assert len(logged["losses/total_loss"]) == 10 and [s for s, _ in logged["charts/eval_episodic_return"]] == [384, 768]
     assert len(logged["stats/actor_time"]) == len(logged["stats/actor_time_thread1"]) == 12
     assert all(np.isfinite(v) for _, v in logged["losses/total_loss"])
-    args, net, params = ma.load_model(os.path.join(threaded_run, MODEL))
+    _, args, net, params = tools.load_model(os.path.join(threaded_run, MODEL))
     init = jax.tree.leaves(ma.init_params(net, args, jax.random.split(jax.random.PRNGKey(args.seed), 2 + 2)[1]))
     assert max(float(np.abs(x - y).max()) for x, y in zip(jax.tree.leaves(params), init)) > 1e-3  # it trained
-    returns = ma.evaluate(os.path.join(threaded_run, MODEL), eval_episodes=2)  # whole games
+    returns = tools.evaluate(os.path.join(threaded_run, MODEL), eval_episodes=2)  # whole games
     assert returns.shape == (2,) and (returns >= 0).all()
 
 
 def test_golden_run_muzero_atari_multigpu(threaded_run, golden):
-    golden("muzero_atari_multigpu", ["XLA_FLAGS=--xla_force_host_platform_device_count=2", "python",
-                                     "muzero_atari_multigpu.py", *RUN, "--num-actor-threads", "2", "--actor-device-ids",
-                                     "0", "1", "--learner-device-ids", "0", "1"],
-           scalars(threaded_run, ("losses/", "charts/episodic", "charts/eval_episodic", "charts/num_updates",
-                                "charts/root_value", "charts/policy_entropy", "stats/replay_size")))
+    golden(
+        "muzero_atari_multigpu",
+        [
+            "XLA_FLAGS=--xla_force_host_platform_device_count=2",
+            "python",
+            "muzero_atari_multigpu.py",
+            *RUN,
+            "--num-actor-threads",
+            "2",
+            "--actor-device-ids",
+            "0",
+            "1",
+            "--learner-device-ids",
+            "0",
+            "1",
+        ],
+        scalars(
+            threaded_run,
+            (
+                "losses/",
+                "charts/episodic",
+                "charts/eval_episodic",
+                "charts/num_updates",
+                "charts/root_value",
+                "charts/policy_entropy",
+                "stats/replay_size",
+            ),
+        ),
+    )
 
 
-@pytest.mark.parametrize("flags, named", [
-    (["--env-id", "CartPole-v1"], "--env-id"),
-    (["--resolution", "40"], "--resolution"),
-])
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--env-id", "CartPole-v1"], "--env-id"),
+        (["--resolution", "40"], "--resolution"),
+    ],
+)
 def test_bad_atari_flags_exit_with_a_message(tmp_path, monkeypatch, capsys, flags, named):
     assert_refused(ma, flags, named, tmp_path, monkeypatch, capsys)

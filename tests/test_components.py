@@ -1,4 +1,6 @@
 """Unit tests of muzero_minatar.py against hand computations and the thesis' formulas."""
+
+import dataclasses
 from functools import partial
 
 import flax.linen as nn
@@ -64,8 +66,10 @@ def test_action_stem_is_a_1x1_convolution_over_one_hot_action_planes():
     jax.tree.map(np.testing.assert_array_equal, params, conv.init(jax.random.PRNGKey(0), full))
     params = jax.tree.map(lambda p: p + 0.1, params)  # a nonzero bias too
     np.testing.assert_allclose(stem.apply(params, planes, actions), conv.apply(params, full), atol=1e-6)
-    grads = [jax.grad(lambda p: jnp.sum(jnp.sin(f(p))))(params)
-             for f in (lambda p: stem.apply(p, planes, actions), lambda p: conv.apply(p, full))]
+    grads = [
+        jax.grad(lambda p: jnp.sum(jnp.sin(f(p))))(params)
+        for f in (lambda p: stem.apply(p, planes, actions), lambda p: conv.apply(p, full))
+    ]
     jax.tree.map(partial(np.testing.assert_allclose, atol=1e-6), *grads)
     assert float(jnp.abs(grads[0]["params"]["kernel"][0, 0, 5 + 2]).max()) == 0.0  # no history starts with action 2
 
@@ -152,23 +156,6 @@ def test_targets_bootstrap_inside_one_episode():
     np.testing.assert_array_equal(actions, w["action"][0:2])
 
 
-def test_targets_bootstrap_from_given_values():
-    # --value-bootstrap target_network: the network's values of the histories at c+N .. c+K+N replace v*
-    w = window([1, 0, 0, 0, 0, 0, 0, 0], [0] * 8, [2, 3, 1, 2, 3, 1, 2, 3], [0, 7, 0, 1, 2, 5, 6, 4])
-    histories = m.bootstrap_histories(w, history_length=2, unroll_steps=2, td_steps=3)  # c + N = 5, 6, 7
-    for i, j in enumerate((5, 6, 7)):
-        jax.tree.map(lambda a, b: np.testing.assert_allclose(a[i], b), histories, m.history_at(w, j, 2))
-    t = m.compute_targets(w, history_length=2, unroll_steps=2, td_steps=3, gamma=0.5,
-                          bootstrap_values=jnp.array([-8.0, 16.0, 40.0]))
-    # as test_targets_bootstrap_inside_one_episode with v*_{j+3} = 15, 16, 17 replaced by -8, 16, 40
-    np.testing.assert_allclose(t.values, [1 + 1 + 1.25 - 1.0, 2 + 2.5 + 1.5 + 2.0, 5 + 3 + 1 + 5.0])
-    # values given for steps after the episode's end are not bootstrapped from (the window of the next test)
-    w = window([1, 0, 1, 0, 1, 0, 0, 0], [0, 1, 0, 1, 0, 0, 0, 0], [2, 0, 1, 0, 2, 1, 3, 1], [0, 7, 0, 1, 0, 5, 6, 4])
-    t = m.compute_targets(w, history_length=2, unroll_steps=2, td_steps=3, gamma=0.5,
-                          bootstrap_values=jnp.array([-8.0, 16.0, 40.0]))
-    np.testing.assert_allclose(t.values, [1.0, 0.0, 0.0])
-
-
 def test_targets_across_an_episode_boundary():
     # steps 0-1: an earlier episode; 2-3: the episode of c = 2 (last step 3); 4-7: the next episode
     w = window([1, 0, 1, 0, 1, 0, 0, 0], [0, 1, 0, 1, 0, 0, 0, 0], [2, 0, 1, 0, 2, 1, 3, 1], [0, 7, 0, 1, 0, 5, 6, 4])
@@ -193,13 +180,13 @@ def test_targets_across_an_episode_boundary():
 # --- planner (4.3.6) ------------------------------------------------------------------------------
 def rewarding_model(num_actions=4, good=2, batch=8):
     """A hand-written model: the embedding counts the depth; only `good` taken at the root pays 1."""
-    root = mctx.RootFnOutput(prior_logits=jnp.zeros((batch, num_actions)), value=jnp.zeros(batch),
-                             embedding=jnp.zeros(batch))
+    root = mctx.RootFnOutput(prior_logits=jnp.zeros((batch, num_actions)), value=jnp.zeros(batch), embedding=jnp.zeros(batch))
 
     def recurrent_fn(params, rng, action, depth):
         reward = ((action == good) & (depth == 0)).astype(jnp.float32)
-        out = mctx.RecurrentFnOutput(reward=reward, discount=jnp.full(batch, 0.9),
-                                     prior_logits=jnp.zeros((batch, num_actions)), value=jnp.zeros(batch))
+        out = mctx.RecurrentFnOutput(
+            reward=reward, discount=jnp.full(batch, 0.9), prior_logits=jnp.zeros((batch, num_actions)), value=jnp.zeros(batch)
+        )
         return out, depth + 1
 
     return root, recurrent_fn
@@ -225,28 +212,24 @@ def test_untrained_network_predicts_zero_value_and_reward_and_a_uniform_prior():
     args = tiny_args()
     net = m.make_network(args, num_actions=4)
     params = m.init_params(net, args, jax.random.PRNGKey(0))
-    stacked = (jax.random.uniform(jax.random.PRNGKey(1), (5, 10, 10, args.history_length * 4)),  # Breakout: 4 channels
-               jax.random.randint(jax.random.PRNGKey(2), (5, args.history_length), 0, 4))  # 3 actions + dummy
+    stacked = (
+        jax.random.uniform(jax.random.PRNGKey(1), (5, 10, 10, args.history_length * 4)),  # Breakout: 4 channels
+        jax.random.randint(jax.random.PRNGKey(2), (5, args.history_length), 0, 4),
+    )  # 3 actions + dummy
     x = net.apply(params, stacked, method=m.MuZeroNet.represent)
     policy_logits, value_logits = net.apply(params, x, method=m.MuZeroNet.predict)
     _, reward_logits = net.apply(params, x, jnp.arange(5) % 4, method=m.MuZeroNet.dynamics)
     np.testing.assert_allclose(jax.nn.softmax(policy_logits), 0.25)
     for logits in (value_logits, reward_logits):
-        np.testing.assert_allclose(m.categorical_to_scalar(jax.nn.softmax(logits), args.support_size), 0.0,
-                                   atol=1e-5)
+        np.testing.assert_allclose(m.categorical_to_scalar(jax.nn.softmax(logits), args.support_size), 0.0, atol=1e-5)
     assert float(jnp.std(x)) > 0.1  # the hidden state itself is not constant
 
 
-def test_no_layer_norm_leaves_the_residual_blocks_without_norm_and_keeps_the_default_names():
-    def block_layers(layer_norm):
-        args = tiny_args(layer_norm=layer_norm)
-        params = m.init_params(m.make_network(args, 4), args, jax.random.PRNGKey(0))["params"]
-        return {name: sorted(layer) for name, layer in params.items() if name.startswith(("repr_tower", "projection"))}
-
-    # the default keeps the parameter names saved models have (a Conv and a LayerNorm twice per block)
-    assert block_layers(True)["projection"] == ["Conv_0", "Conv_1", "LayerNorm_0", "LayerNorm_1"]
-    assert all(layers == ["Conv_0", "Conv_1"] for layers in block_layers(False).values())
-    assert set(block_layers(False)) == set(block_layers(True)) == {"repr_tower_0", "projection"}
+def test_residual_blocks_keep_the_parameter_names_saved_models_have():
+    args = tiny_args()
+    params = m.init_params(m.make_network(args, 4), args, jax.random.PRNGKey(0))["params"]
+    assert sorted(params["projection"]) == ["Conv_0", "Conv_1", "LayerNorm_0", "LayerNorm_1"]
+    assert sorted(params["repr_tower_0"]) == ["Conv_0", "Conv_1", "LayerNorm_0", "LayerNorm_1"]
 
 
 # --- replay (4.3.14) ------------------------------------------------------------------------------
@@ -269,7 +252,16 @@ def test_sampling_probabilities_and_importance_weights():
 
 def test_replay_samples_by_priority_and_evicts_oldest():
     L, S, look = 2, 4, 3
-    replay = m.Replay(3, S, L, look, (2, 2, 1), 4, "proportional", 1.0, 0.0, seed=0)
+    args = tiny_args(
+        history_length=L,
+        num_steps=S,
+        unroll_steps=1,
+        td_steps=2,
+        sampling="proportional",
+        priority_epsilon=0.0,
+        importance_exponent=1.0,
+    )
+    replay = m.Replay(args, 3, (2, 2, 1), 4, seed=0)
     segs = m.empty_segments(4, L + S + look, (2, 2, 1), 4)
     segs["valid"][:] = True
     segs["reward"][:] = np.arange(4)[:, None]  # marks the segment
@@ -289,9 +281,10 @@ def test_replay_samples_by_priority_and_evicts_oldest():
 
 
 # --- loss and update (4.3.8) ------------------------------------------------------------------------
-def synthetic_replay(args, S=8, num_segments=8):
-    """Replay filled with random Breakout-shaped steps (about one episode start in 20)."""
-    L, look = args.history_length, args.unroll_steps + args.td_steps
+def synthetic_replay(args, num_segments=8):
+    """Replay (uniform sampling) filled with random Breakout-shaped steps (about one episode start in 20)."""
+    args = dataclasses.replace(args, sampling="uniform")
+    L, S, look = args.history_length, args.num_steps, args.unroll_steps + args.td_steps
     rng = np.random.default_rng(0)
     segs = m.empty_segments(num_segments, L + S + look, (10, 10, 4), 4)
     n = segs["reward"].shape
@@ -303,13 +296,13 @@ def synthetic_replay(args, S=8, num_segments=8):
     segs["value"] = rng.normal(3, 2, n).astype(np.float32)
     segs["policy"] = rng.dirichlet(np.ones(4) * 0.3, n).astype(np.float32)
     segs["valid"][:] = True
-    replay = m.Replay(num_segments, S, L, look, (10, 10, 4), 4, "uniform", 1.0, 0.0, seed=0)
+    replay = m.Replay(args, num_segments, (10, 10, 4), 4, seed=0)
     replay.add(segs, np.ones((num_segments, S), np.float32))
     return replay
 
 
 def test_loss_halves_on_a_fixed_batch():
-    args = tiny_args(batch_size=32, unroll_steps=3, td_steps=3, learning_rate=3e-3)
+    args = tiny_args(batch_size=32, unroll_steps=3, td_steps=3, learning_rate=3e-3, num_steps=8)
     batch, weights = synthetic_replay(args).sample(args.batch_size)
     net = m.make_network(args, 4)
     params = m.init_params(net, args, jax.random.PRNGKey(0))

@@ -1,6 +1,7 @@
 """The Cleanba/Sebulba skeleton every script shares: the pmapped update over forced CPU devices, actor and
 learner on separate devices, bad device flags (each run in a fresh process, since the device count is fixed
 when jax starts)."""
+
 import glob
 import os
 import socket
@@ -12,13 +13,23 @@ import numpy as np
 import pytest
 
 import muzero_minatar as m
+import muzero_tools as tools
 from test_runs import ENV, SCRIPT, SMALL_RUN, assert_refused, run_together, scalars
 
 ENV2 = {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
 
 # script: (Args of a small network, observation shape, |A^a|)
-SMALL_NET = dict(channels=8, repr_blocks=1, dyn_blocks=1, pred_blocks=0, head_hidden=16, support_size=10,
-                 unroll_steps=2, td_steps=2, batch_size=16)
+SMALL_NET = dict(
+    channels=8,
+    repr_blocks=1,
+    dyn_blocks=1,
+    pred_blocks=0,
+    head_hidden=16,
+    support_size=10,
+    unroll_steps=2,
+    td_steps=2,
+    batch_size=16,
+)
 SCRIPTS = {
     "muzero_minatar": (SMALL_NET, (10, 10, 4), 4),
     "muzero_minatar_reanalyze": (SMALL_NET, (10, 10, 4), 4),
@@ -75,8 +86,14 @@ assert moved > 1e-3 and diff < 1e-3 * moved and abs(l1 - l2) < 1e-5 * abs(l1)
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_pmap_update_over_two_devices_equals_the_one_device_update(script):
-    out = subprocess.run([sys.executable, "-c", SAME_UPDATE, script], cwd=os.path.dirname(SCRIPT), env=ENV2,
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", SAME_UPDATE, script],
+        cwd=os.path.dirname(SCRIPT),
+        env=ENV2,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
 
 
@@ -96,10 +113,18 @@ def layouts(tmp_path_factory):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     one = [*THREADED, "--num-actor-threads", "2", "--actor-device-ids", "0", "1", "--learner-device-ids", "0", "1"]
-    run_together([(one, dirs[0], SCRIPT, ENV2)]
-                 + [([*THREADED, "--num-processes", "2", "--coordinator-address", f"127.0.0.1:{port}", "--process-id",
-                      str(i)], dirs[1], SCRIPT, {**ENV2, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"})
-                    for i in range(2)])
+    run_together(
+        [(one, dirs[0], SCRIPT, ENV2)]
+        + [
+            (
+                [*THREADED, "--num-processes", "2", "--coordinator-address", f"127.0.0.1:{port}", "--process-id", str(i)],
+                dirs[1],
+                SCRIPT,
+                {**ENV2, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"},
+            )
+            for i in range(2)
+        ]
+    )
     return [glob.glob(str(d / "runs" / "*"))[0] for d in dirs]
 
 
@@ -119,37 +144,47 @@ def test_two_actor_threads_give_the_same_logs_in_one_process_or_two(layouts):
             # order that depends on the threads the process has)
             assert b0[tag] == b1[tag], tag
             assert [s for s, _ in a[tag]] == [s for s, _ in b0[tag]], tag
-            np.testing.assert_allclose([v for _, v in a[tag]], [v for _, v in b0[tag]], rtol=1e-4, atol=1e-6,
-                                       err_msg=tag)
+            np.testing.assert_allclose([v for _, v in a[tag]], [v for _, v in b0[tag]], rtol=1e-4, atol=1e-6, err_msg=tag)
     assert b1.get("charts/episodic_return")  # games of the second process's thread ended
 
 
 def test_two_processes_end_with_the_parameters_of_one_process_with_the_same_global_batch(layouts):
     one, two = layouts
-    p0, p1, p = (jax.tree.leaves(m.load_model(os.path.join(d, MODEL))[2]) for d in (two, os.path.join(two, "process_1"), one))
+    p0, p1, p = (
+        jax.tree.leaves(tools.load_model(os.path.join(d, MODEL))[3]) for d in (two, os.path.join(two, "process_1"), one)
+    )
     for x, y, z in zip(p0, p1, p):
         np.testing.assert_array_equal(x, y)  # both processes hold the same parameters
         np.testing.assert_allclose(x, z, rtol=0, atol=1e-4)  # the losses' rounding (above) through 5 Adam steps
-    args, net, _ = m.load_model(os.path.join(two, MODEL))
+    _, args, net, _ = tools.load_model(os.path.join(two, MODEL))
     init = jax.tree.leaves(m.init_params(net, args, jax.random.split(jax.random.PRNGKey(args.seed), 2 + 2)[1]))
     assert max(float(np.abs(x - y).max()) for x, y in zip(p0, init)) > 1e-3  # it trained
 
 
 def test_learner_devices_must_split_the_batch(tmp_path):
-    out = subprocess.run([sys.executable, SCRIPT, "--learner-device-ids", "0", "1", "--batch-size", "33"], cwd=tmp_path,
-                         env=ENV2, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, SCRIPT, "--learner-device-ids", "0", "1", "--batch-size", "33"],
+        cwd=tmp_path,
+        env=ENV2,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2 and "--batch-size" in out.stderr, out.stderr[-2000:]
     assert not os.path.exists(tmp_path / "runs")
 
 
-@pytest.mark.parametrize("flags, named", [
-    (["--learner-device-ids", "0", "2"], "--learner-device-ids"),
-    (["--actor-device-ids", "-1"], "--actor-device-ids"),
-    (["--learner-device-ids", "0", "0"], "--learner-device-ids"),
-    (["--num-actor-threads", "0"], "--num-actor-threads"),
-    (["--num-actor-threads", "3", "--batch-size", "64"], "--batch-size"),
-    (["--num-processes", "2"], "--coordinator-address"),
-    (["--num-processes", "2", "--process-id", "2", "--coordinator-address", "127.0.0.1:1234"], "--process-id"),
-])
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--learner-device-ids", "0", "2"], "--learner-device-ids"),
+        (["--actor-device-ids", "-1"], "--actor-device-ids"),
+        (["--learner-device-ids", "0", "0"], "--learner-device-ids"),
+        (["--num-actor-threads", "0"], "--num-actor-threads"),
+        (["--num-actor-threads", "3", "--batch-size", "64"], "--batch-size"),
+        (["--num-processes", "2"], "--coordinator-address"),
+        (["--num-processes", "2", "--process-id", "2", "--coordinator-address", "127.0.0.1:1234"], "--process-id"),
+    ],
+)
 def test_bad_device_thread_and_host_flags(tmp_path, monkeypatch, capsys, flags, named):
     assert_refused(m, flags, named, tmp_path, monkeypatch, capsys)

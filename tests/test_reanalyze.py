@@ -1,4 +1,7 @@
-"""Reanalyze (muzero_minatar_reanalyze.py, thesis 4.3.10): what a refreshed segment holds."""
+"""Reanalyze (muzero_minatar_reanalyze.py, thesis 4.3.10): what a refreshed segment holds, and the value half of
+MuZero Reanalyze (--value-bootstrap target_network)."""
+
+import dataclasses
 import queue
 
 import jax
@@ -7,16 +10,22 @@ import numpy as np
 import pytest
 
 import muzero_minatar_reanalyze as r
-from test_components import TINY
-
+from test_components import TINY, window
 
 
 @pytest.fixture(scope="module")
 def played():
     """One actor iteration of Breakout (2 environments, 16 steps) played with random network weights and
     no root noise, in a replay; the reanalyze planner set to the training one."""
-    args = r.Args(**TINY, num_envs=2, num_steps=16, dirichlet_fraction=0.0, reanalyze_pb_c_init=2.25,
-                  num_simulations=8, reanalyze_num_simulations=8)
+    args = r.Args(
+        **TINY,
+        num_envs=2,
+        num_steps=16,
+        dirichlet_fraction=0.0,
+        reanalyze_pb_c_init=2.25,
+        num_simulations=8,
+        reanalyze_num_simulations=8,
+    )
     env = r.MinAtarVecEnv("Breakout", 1, seed=0, sticky_action_prob=0.0)
     net = r.make_network(args, env.num_actions)
     params = r.init_params(net, args, jax.random.PRNGKey(0))
@@ -25,13 +34,21 @@ def played():
     params = jax.tree.unflatten(tree, [x + 0.3 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys)])
     train, _, reanalyze = r.planner_configs(args)
     rollouts = queue.Queue()
-    r.actor_loop(args, 0, r.make_act_fn(net, train, args.gamma), [params], queue.Queue(), rollouts, lambda: True,
-                 1, 1, jax.random.PRNGKey(2))
+    r.actor_loop(
+        args,
+        0,
+        r.make_act_fn(net, train, args.gamma),
+        [params],
+        (queue.Queue(), rollouts),
+        lambda: True,
+        range(1, 2),
+        jax.random.PRNGKey(2),
+        None,
+    )
     rollout = rollouts.get_nowait()
     assert not isinstance(rollout, BaseException), rollout
-    replay = r.Replay(2, args.num_steps, args.history_length, args.unroll_steps + args.td_steps, env.obs_shape,
-                      env.num_actions, "uniform", 1.0, 0.0, seed=0)
-    r.add_with_priorities(replay, rollout.segments, r.make_priority_fn(args))
+    replay = r.Replay(dataclasses.replace(args, sampling="uniform"), 2, env.obs_shape, env.num_actions, seed=0)
+    r.add_with_priorities(replay, rollout.segments, jax.jit(lambda w: r.batched_targets(args)(w).priority))
     return args, env, net, params, replay, r.make_reanalyze_fn(net, reanalyze, args)
 
 
@@ -39,8 +56,9 @@ def reanalyse_both(played, params):
     """Both stored segments reanalysed with `params`, in storage order, and the stored ones."""
     args, env, _, _, replay, reanalyze_fn = played
     stored = {k: v.copy() for k, v in replay.storage.items()}
-    segments, positions, stats = r.reanalyze_segments(replay, reanalyze_fn, params, 2, env.legal_actions,
-                                                      jax.random.PRNGKey(3), version=7)
+    segments, positions, stats = r.reanalyze_segments(
+        replay, reanalyze_fn, params, 2, env.legal_actions, jax.random.PRNGKey(3), version=7
+    )
     order = [next(j for j in range(2) if np.array_equal(stored["obs"][j], segments["obs"][i])) for i in range(2)]
     segments = {k: v[np.argsort(order)] for k, v in segments.items()}
     return stored, segments, positions, stats
@@ -69,11 +87,33 @@ def test_refreshed_values_move_to_the_model_values(played):
     hand = jax.tree.map(lambda x: x, params)
     inner = hand["params"]
     inner["value_head"] = {**inner["value_head"], "Dense_1": {"kernel": jnp.zeros((args.head_hidden, z)), "bias": logits}}
-    inner["reward_head"] = {**inner["reward_head"], "Dense_1": {"kernel": jnp.zeros((args.head_hidden, z)),
-                                                                "bias": jnp.zeros(z)}}
+    inner["reward_head"] = {
+        **inner["reward_head"],
+        "Dense_1": {"kernel": jnp.zeros((args.head_hidden, z)), "bias": jnp.zeros(z)},
+    }
     stored, new, _, stats = reanalyse_both(played, hand)
     valid = stored["valid"]
     assert np.abs(stored["value"][valid] - 3.0).mean() > 0.5
-    assert np.all((new["value"][valid] >= 3 * args.gamma ** args.reanalyze_num_simulations - 1e-4)
-                  & (new["value"][valid] <= 3 + 1e-4))
+    assert np.all(
+        (new["value"][valid] >= 3 * args.gamma**args.reanalyze_num_simulations - 1e-4) & (new["value"][valid] <= 3 + 1e-4)
+    )
     assert stats["reanalyze/value_change"] > 0.5
+
+
+def test_targets_bootstrap_from_given_values():
+    # --value-bootstrap target_network: the network's values of the histories at c+N .. c+K+N replace v*
+    w = window([1, 0, 0, 0, 0, 0, 0, 0], [0] * 8, [2, 3, 1, 2, 3, 1, 2, 3], [0, 7, 0, 1, 2, 5, 6, 4])
+    histories = r.bootstrap_histories(w, history_length=2, unroll_steps=2, td_steps=3)  # c + N = 5, 6, 7
+    for i, j in enumerate((5, 6, 7)):
+        jax.tree.map(lambda a, b: np.testing.assert_allclose(a[i], b), histories, r.history_at(w, j, 2))
+    t = r.compute_targets(
+        w, history_length=2, unroll_steps=2, td_steps=3, gamma=0.5, bootstrap_values=jnp.array([-8.0, 16.0, 40.0])
+    )
+    # as test_targets_bootstrap_inside_one_episode with v*_{j+3} = 15, 16, 17 replaced by -8, 16, 40
+    np.testing.assert_allclose(t.values, [1 + 1 + 1.25 - 1.0, 2 + 2.5 + 1.5 + 2.0, 5 + 3 + 1 + 5.0])
+    # values given for steps after the episode's end are not bootstrapped from (the window of the next test)
+    w = window([1, 0, 1, 0, 1, 0, 0, 0], [0, 1, 0, 1, 0, 0, 0, 0], [2, 0, 1, 0, 2, 1, 3, 1], [0, 7, 0, 1, 0, 5, 6, 4])
+    t = r.compute_targets(
+        w, history_length=2, unroll_steps=2, td_steps=3, gamma=0.5, bootstrap_values=jnp.array([-8.0, 16.0, 40.0])
+    )
+    np.testing.assert_allclose(t.values, [1.0, 0.0, 0.0])

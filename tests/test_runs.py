@@ -1,4 +1,5 @@
 """End-to-end tests: the script as a researcher runs it, in a subprocess."""
+
 import ast
 import dataclasses
 import glob
@@ -26,16 +27,43 @@ SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 REANALYZE_SCRIPT = os.path.join(os.path.dirname(SCRIPT), "muzero_minatar_reanalyze.py")
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 SMALL_RUN = [
-    "--total-timesteps", "1536", "--num-envs", "8", "--num-steps", "32", "--learning-starts", "256",
-    "--batch-size", "32", "--buffer-size", "4096", "--channels", "8", "--repr-blocks", "1", "--pred-blocks", "0",
-    "--head-hidden", "16", "--num-simulations", "4", "--eval-num-simulations", "4", "--eval-episodes", "2",
-    "--max-episode-steps", "50", "--eval-interval", "768", "--seed", "3",
+    "--total-timesteps",
+    "1536",
+    "--num-envs",
+    "8",
+    "--num-steps",
+    "32",
+    "--learning-starts",
+    "256",
+    "--batch-size",
+    "32",
+    "--buffer-size",
+    "4096",
+    "--channels",
+    "8",
+    "--repr-blocks",
+    "1",
+    "--pred-blocks",
+    "0",
+    "--head-hidden",
+    "16",
+    "--num-simulations",
+    "4",
+    "--eval-num-simulations",
+    "4",
+    "--eval-episodes",
+    "2",
+    "--max-episode-steps",
+    "50",
+    "--eval-interval",
+    "768",
+    "--seed",
+    "3",
 ]
 
 
 def run(args, cwd, timeout=600, script=SCRIPT):
-    return subprocess.run([sys.executable, script, *args], cwd=cwd, env=ENV, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([sys.executable, script, *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout)
 
 
 def run_together(jobs, timeout=600):
@@ -47,9 +75,16 @@ def run_together(jobs, timeout=600):
     others. A process still running after `timeout` gets SIGABRT, on which faulthandler prints every thread's
     stack (JAX catches SIGTERM)."""
     outs = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in jobs]
-    procs = [subprocess.Popen(["timeout", "-s", "ABRT", "-k", "30", str(timeout), sys.executable, "-X", "faulthandler",
-                               script, *args], cwd=cwd, env=env or ENV, stdout=out, stderr=err)
-             for (args, cwd, script, env), (out, err) in zip(jobs, outs)]
+    procs = [
+        subprocess.Popen(
+            ["timeout", "-s", "ABRT", "-k", "30", str(timeout), sys.executable, "-X", "faulthandler", script, *args],
+            cwd=cwd,
+            env=env or ENV,
+            stdout=out,
+            stderr=err,
+        )
+        for (args, cwd, script, env), (out, err) in zip(jobs, outs)
+    ]
     start, ended = time.time(), {}
     try:
         while len(ended) < len(procs) and time.time() - start < timeout + 60:
@@ -69,10 +104,12 @@ def run_together(jobs, timeout=600):
             stdout, stderr = out.read(), err.read()
             first = stderr.find("Traceback (most recent call last)")
             when = f"after {ended[i]:.0f} s" if i in ended else "killed"
-            failed.append(f"--- {os.path.basename(script)} {' '.join(args)} (exit {p.returncode} {when}):\n"
-                          f"[stdout, end]\n{stdout[-1000:]}\n"
-                          + (f"[stderr, first traceback]\n{stderr[first:first + 3000]}\n" if first >= 0 else "")
-                          + f"[stderr, end]\n{stderr[-2500:]}")
+            failed.append(
+                f"--- {os.path.basename(script)} {' '.join(args)} (exit {p.returncode} {when}):\n"
+                f"[stdout, end]\n{stdout[-1000:]}\n"
+                + (f"[stderr, first traceback]\n{stderr[first : first + 3000]}\n" if first >= 0 else "")
+                + f"[stderr, end]\n{stderr[-2500:]}"
+            )
         out.close(), err.close()
     assert not failed, "\n".join(failed)
 
@@ -88,8 +125,11 @@ def field_docstrings(script):
     return docs
 
 
-@pytest.mark.parametrize("module", [m, r, bt, ma],
-                         ids=["muzero_minatar", "muzero_minatar_reanalyze", "muzero_breakthrough", "muzero_atari_multigpu"])
+@pytest.mark.parametrize(
+    "module",
+    [m, r, bt, ma],
+    ids=["muzero_minatar", "muzero_minatar_reanalyze", "muzero_breakthrough", "muzero_atari_multigpu"],
+)
 def test_help_documents_every_flag(monkeypatch, capsys, module):
     monkeypatch.setenv("COLUMNS", "500")  # one line per flag: the docstrings are not wrapped
     monkeypatch.setattr(sys, "argv", [module.__file__, "--help"])
@@ -105,23 +145,24 @@ def test_help_documents_every_flag(monkeypatch, capsys, module):
         assert " ".join(docs[field.name].split())[:40] in help_text, field.name
 
 
-@pytest.mark.parametrize("flags, named", [
-    (["--env-id", "Pong"], "--env-id"),
-    (["--num-envs", "0"], "--num-envs"),
-    (["--replay-ratio", "0"], "--replay-ratio"),
-    (["--batch-size", "512", "--buffer-size", "256", "--num-envs", "4", "--num-steps", "8"], "--batch-size"),
-    (["--learning-starts", "1000000000"], "--learning-starts"),
-    (["--gamma", "1.5"], "--gamma"),
-    (["--total-timesteps", "100"], "--total-timesteps"),
-    (["--max-episode-steps", "0"], "--max-episode-steps"),
-    (["--seed", "-1"], "--seed"),
-    (["--seed", "4294967296"], "--seed"),  # JAX's 32-bit keys would silently wrap it to 0
-    (["--exp-name", "a/b"], "--exp-name"),  # used to train the whole run, then fail to save the model
-    (["--replay-ratio", "1000"], "--replay-ratio"),  # 4,000 updates per iteration, silent for minutes
-    (["--final-replay-ratio", "0"], "--final-replay-ratio"),
-    (["--final-replay-ratio", "1000"], "--final-replay-ratio"),
-    (["--resume", "runs/nothing"], "--resume"),
-])
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--env-id", "Pong"], "--env-id"),
+        (["--num-envs", "0"], "--num-envs"),
+        (["--replay-ratio", "0"], "--replay-ratio"),
+        (["--batch-size", "512", "--buffer-size", "256", "--num-envs", "4", "--num-steps", "8"], "--batch-size"),
+        (["--learning-starts", "1000000000"], "--learning-starts"),
+        (["--gamma", "1.5"], "--gamma"),
+        (["--total-timesteps", "100"], "--total-timesteps"),
+        (["--max-episode-steps", "0"], "--max-episode-steps"),
+        (["--seed", "-1"], "--seed"),
+        (["--seed", "4294967296"], "--seed"),  # JAX's 32-bit keys would silently wrap it to 0
+        (["--exp-name", "a/b"], "--exp-name"),  # used to train the whole run, then fail to save the model
+        (["--replay-ratio", "1000"], "--replay-ratio"),  # 4,000 updates per iteration, silent for minutes
+        (["--resume", "runs/nothing"], "--resume"),
+    ],
+)
 def test_bad_flags_exit_with_a_message(tmp_path, monkeypatch, capsys, flags, named):
     assert_refused(m, flags, named, tmp_path, monkeypatch, capsys)
 
@@ -147,8 +188,7 @@ def assert_refused(module, flags, named, cwd, monkeypatch, capsys, runs_dir_allo
 def scalars(run_dir, prefixes):
     acc = EventAccumulator(run_dir, size_guidance={"scalars": 0})
     acc.Reload()
-    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)]
-            for tag in acc.Tags()["scalars"] if tag.startswith(prefixes)}
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"] if tag.startswith(prefixes)}
 
 
 @pytest.fixture(scope="module")
@@ -165,10 +205,20 @@ def test_smoke_run_writes_events_and_a_loadable_model(two_runs):
     (run_dir,) = glob.glob(str(two_runs[0] / "runs" / "*"))
     assert os.path.basename(run_dir).startswith("Breakout__muzero_minatar__3__")
     logged = scalars(run_dir, ("charts/", "losses/", "stats/"))
-    for tag in ["charts/episodic_return", "charts/eval_episodic_return", "charts/SPS", "charts/root_value",
-                "charts/policy_entropy", "losses/total_loss", "losses/policy_loss", "losses/value_loss",
-                "losses/reward_loss", "losses/consistency_loss", "stats/learner_rollout_queue_wait",
-                "stats/actor_params_queue_wait"]:
+    for tag in [
+        "charts/episodic_return",
+        "charts/eval_episodic_return",
+        "charts/SPS",
+        "charts/root_value",
+        "charts/policy_entropy",
+        "losses/total_loss",
+        "losses/policy_loss",
+        "losses/value_loss",
+        "losses/reward_loss",
+        "losses/consistency_loss",
+        "stats/learner_rollout_queue_wait",
+        "stats/actor_params_queue_wait",
+    ]:
         assert tag in logged, tag
     # 6 iterations of 256 steps; learning starts once 256 positions are stored
     assert [s for s, _ in logged["losses/total_loss"]][0] == 512
@@ -177,12 +227,12 @@ def test_smoke_run_writes_events_and_a_loadable_model(two_runs):
     assert all(np.isfinite(v) for _, v in logged["losses/total_loss"])
 
     (model,) = glob.glob(os.path.join(run_dir, "*.muzero_model"))
-    args, net, params = m.load_model(model)
+    _, args, net, params = tools.load_model(model)
     assert args.channels == 8 and args.seed == 3
-    returns = m.evaluate(model, eval_episodes=3, seed=5)
+    returns = tools.evaluate(model, eval_episodes=3, seed=5)
     assert returns.shape == (3,)
     assert np.all(returns >= 0) and np.all(returns <= 50)  # Breakout: +1 a brick, at most 50 steps
-    np.testing.assert_array_equal(returns, m.evaluate(model, eval_episodes=3, seed=5))
+    np.testing.assert_array_equal(returns, tools.evaluate(model, eval_episodes=3, seed=5))
 
 
 def test_capture_video_writes_an_evaluation_gif(two_runs):
@@ -196,8 +246,16 @@ def test_capture_video_writes_an_evaluation_gif(two_runs):
 
 
 # what a run computes (not how long it took): two runs that log the same values here ran the same
-RUN_TAGS = ("losses/", "charts/episodic_return", "charts/episodic_length", "charts/eval_episodic_return",
-            "charts/num_updates", "charts/root_value", "charts/policy_entropy", "stats/replay_size")
+RUN_TAGS = (
+    "losses/",
+    "charts/episodic_return",
+    "charts/episodic_length",
+    "charts/eval_episodic_return",
+    "charts/num_updates",
+    "charts/root_value",
+    "charts/policy_entropy",
+    "stats/replay_size",
+)
 
 
 @pytest.fixture(scope="module")
@@ -215,8 +273,11 @@ def test_golden_run_muzero_minatar(two_runs, golden):
 
 
 def test_golden_run_muzero_minatar_reanalyze(reanalyze_runs, golden):
-    golden("muzero_minatar_reanalyze", ["python", "muzero_minatar_reanalyze.py", *SMALL_RUN, "--reanalyze-ratio", "0.5"],
-           scalars(reanalyze_runs["0.5"], RUN_TAGS + ("charts/reanalysed_positions", "reanalyze/")))
+    golden(
+        "muzero_minatar_reanalyze",
+        ["python", "muzero_minatar_reanalyze.py", *SMALL_RUN, "--reanalyze-ratio", "0.5"],
+        scalars(reanalyze_runs["0.5"], RUN_TAGS + ("charts/reanalysed_positions", "reanalyze/")),
+    )
 
 
 def test_reanalyze_ratio_0_is_muzero_minatar(two_runs, reanalyze_runs):
@@ -244,18 +305,11 @@ def test_reanalyze_ratio_must_leave_frames_to_play(tmp_path, monkeypatch, capsys
     assert_refused(r, ["--reanalyze-ratio", "1"], "--reanalyze-ratio", tmp_path, monkeypatch, capsys)
 
 
-def test_final_replay_ratio_moves_the_updates_per_iteration_along_a_line(tmp_path):
-    # --replay-ratio 1 to 4 over 1,536 steps: 1 + step / 512 samples per step, so the iterations ending at steps
-    # 512, 768, ..., 1,536 (updates start at 512) earn 2, 2.5, 3, 3.5 and 4 x 256 samples: 16, 20, 24, 28, 32
-    # updates of batch 32 (a constant ratio 1 makes 8 each)
-    run_together([([*SMALL_RUN, "--replay-ratio", "1", "--final-replay-ratio", "4"], tmp_path, SCRIPT, None)])
-    updates = scalars(glob.glob(str(tmp_path / "runs" / "*"))[0], ("charts/num_updates",))["charts/num_updates"]
-    assert updates == [(256, 0.0), (512, 16.0), (768, 36.0), (1024, 60.0), (1280, 88.0), (1536, 120.0)]
-
-
 def test_same_seed_same_logs(two_runs):
-    logs = [scalars(glob.glob(str(d / "runs" / "*"))[0], ("losses/", "charts/episodic_return",
-                                                           "charts/eval_episodic_return")) for d in two_runs]
+    logs = [
+        scalars(glob.glob(str(d / "runs" / "*"))[0], ("losses/", "charts/episodic_return", "charts/eval_episodic_return"))
+        for d in two_runs
+    ]
     assert logs[0]["charts/episodic_return"], "no episode finished"
     assert logs[0] == logs[1]
 
@@ -312,8 +366,9 @@ def file_states(root):
 def killed_and_resumed(tmp_path_factory, two_runs):
     """The checkpointed run killed with SIGKILL after its second checkpoint, then resumed."""
     d = tmp_path_factory.mktemp("killed")
-    proc = subprocess.Popen([sys.executable, SCRIPT, *CHECKPOINTED], cwd=d, env=ENV, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, SCRIPT, *CHECKPOINTED], cwd=d, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.time() + 600
     while time.time() < deadline and proc.poll() is None:
         found = glob.glob(str(d / "runs" / "*" / "checkpoint.pkl"))
@@ -340,8 +395,8 @@ def test_resume_after_kill_is_identical_to_an_uninterrupted_run(two_runs, killed
     resumed, uninterrupted = scalars(run_dir, RUN_TAGS), scalars(reference, RUN_TAGS)
     assert len(resumed["losses/total_loss"]) == 5 and len(resumed["charts/eval_episodic_return"]) == 2
     assert resumed == uninterrupted  # every step once (the killed run's events after its checkpoint are purged)
-    _, _, params = m.load_model(glob.glob(os.path.join(run_dir, "*.muzero_model"))[0])
-    _, _, reference_params = m.load_model(glob.glob(os.path.join(reference, "*.muzero_model"))[0])
+    params = tools.load_model(glob.glob(os.path.join(run_dir, "*.muzero_model"))[0])[3]
+    reference_params = tools.load_model(glob.glob(os.path.join(reference, "*.muzero_model"))[0])[3]
     for a, b in zip(jax_leaves(params), jax_leaves(reference_params)):
         np.testing.assert_array_equal(a, b)  # bit for bit
 
@@ -352,12 +407,14 @@ def jax_leaves(tree):
     return [np.asarray(x) for x in jax.tree.leaves(tree)]
 
 
-@pytest.mark.parametrize("damage, named", [
-    ("truncate", "--resume"),
-    ("other_flags", "--channels"),
-])
-def test_bad_checkpoints_are_refused_and_nothing_is_touched(killed_and_resumed, tmp_path, monkeypatch, capsys, damage,
-                                                           named):
+@pytest.mark.parametrize(
+    "damage, named",
+    [
+        ("truncate", "--resume"),
+        ("other_flags", "--channels"),
+    ],
+)
+def test_bad_checkpoints_are_refused_and_nothing_is_touched(killed_and_resumed, tmp_path, monkeypatch, capsys, damage, named):
     _, saved = killed_and_resumed
     shutil.copytree(saved, tmp_path / "runs")
     (run_dir,) = glob.glob(str(tmp_path / "runs" / "*"))
@@ -369,8 +426,15 @@ def test_bad_checkpoints_are_refused_and_nothing_is_touched(killed_and_resumed, 
     else:
         flags[flags.index("--channels") + 1] = "16"
     before = file_states(tmp_path)
-    assert_refused(m, [*flags, "--resume", os.path.relpath(run_dir, tmp_path)], named, tmp_path, monkeypatch, capsys,
-                   runs_dir_allowed=True)
+    assert_refused(
+        m,
+        [*flags, "--resume", os.path.relpath(run_dir, tmp_path)],
+        named,
+        tmp_path,
+        monkeypatch,
+        capsys,
+        runs_dir_allowed=True,
+    )
     assert file_states(tmp_path) == before  # nothing written, nothing overwritten
 
 
@@ -396,6 +460,7 @@ def test_a_thread_that_dies_ends_the_run_in_bounded_time(tmp_path, monkeypatch, 
 
         monkeypatch.setattr(m.MinAtarVecEnv, "step", step)
     else:  # the learner fails on its first rollout while the actor is at work on the next ones
+
         def add(self, segments, priorities):
             raise Boom("learner")
 
@@ -414,10 +479,10 @@ def test_a_thread_that_dies_ends_the_run_in_bounded_time(tmp_path, monkeypatch, 
 
 
 def test_readme_evaluate_snippet_works_from_any_directory(two_runs, tmp_path):
-    """README: after `pip install -e .`, `from muzero_minatar import evaluate` works outside the repository."""
+    """README: after `pip install -e .`, `from muzero_tools import evaluate` works outside the repository."""
     (model,) = glob.glob(str(two_runs[0] / "runs" / "*" / "muzero_minatar.muzero_model"))
-    code = f"from muzero_minatar import evaluate; print(list(evaluate({model!r}, eval_episodes=3, seed=5)))"
+    code = f"from muzero_tools import evaluate; print(list(evaluate({model!r}, eval_episodes=3, seed=5)))"
     env = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert eval(out.stdout.strip().splitlines()[-1]) == list(m.evaluate(model, eval_episodes=3, seed=5))
+    assert eval(out.stdout.strip().splitlines()[-1]) == list(tools.evaluate(model, eval_episodes=3, seed=5))

@@ -1,4 +1,5 @@
 """Tests of muzero_tools.py: the analysis tools (issue 14) and the benchmarks' results step."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,8 +16,7 @@ def p_win(elo_i, elo_j):
 
 def test_bradley_terry_fit_is_exact_on_expected_results_and_recovers_ratings_from_simulated_games():
     n, games = len(TRUE_ELO), 400
-    expected = np.array([[games * p_win(TRUE_ELO[i], TRUE_ELO[j]) if i != j else 0 for j in range(n)]
-                         for i in range(n)])
+    expected = np.array([[games * p_win(TRUE_ELO[i], TRUE_ELO[j]) if i != j else 0 for j in range(n)] for i in range(n)])
     elo, low, high = tools.bradley_terry(expected)
     np.testing.assert_allclose(elo, TRUE_ELO, atol=1e-4)  # the likelihood's maximum is at the true ratings
     assert low[0] == high[0] == 0 and (low[1:] < elo[1:]).all() and (elo[1:] < high[1:]).all()
@@ -95,12 +95,15 @@ def test_opening_moves_are_random_legal_and_shared_by_the_two_colours_of_a_pair(
     assert len({tuple(g) for g in moves[:6].T}) >= 6  # and so do the games after them
 
 
-@pytest.mark.parametrize("flags, named", [
-    (dict(games_per_pair=3), "--games-per-pair"),
-    (dict(every=0), "--every"),
-    (dict(opening_plies=-1), "--opening-plies"),
-    (dict(), "--run-dir"),  # a directory without checkpoint models
-])
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (dict(games_per_pair=3), "--games-per-pair"),
+        (dict(every=0), "--every"),
+        (dict(opening_plies=-1), "--opening-plies"),
+        (dict(), "--run-dir"),  # a directory without checkpoint models
+    ],
+)
 def test_bad_ladder_flags_exit_with_a_message_and_write_nothing(tmp_path, capsys, flags, named):
     with pytest.raises(SystemExit) as exit_:
         tools.run_ladder(tools.Ladder(run_dir=str(tmp_path), **flags))
@@ -118,8 +121,11 @@ def small_agent(script, seed: int = 0, **flags):
     import jax
 
     args = script.Args(**SMALL, **flags)
-    num_actions = (script.BreakthroughVecEnv(5, 1) if script.__name__ == "muzero_breakthrough"
-                   else script.MinAtarVecEnv(args.env_id, 1, 0, 0.0)).num_actions
+    num_actions = (
+        script.BreakthroughVecEnv(5, 1)
+        if script.__name__ == "muzero_breakthrough"
+        else script.MinAtarVecEnv(args.env_id, 1, 0, 0.0)
+    ).num_actions
     net = script.make_network(args, num_actions)
     return args, net, script.init_params(net, args, jax.random.PRNGKey(seed))
 
@@ -148,18 +154,18 @@ def test_annotated_frames_hold_the_search_of_their_own_step(tmp_path):
         state = m.ActorState(jnp.asarray(np.stack(past)[None], jnp.float32), jnp.asarray([([0] * L + rec.actions[:k])[-L:]]))
         legal = np.array([[False, True, True, True]])
         _, action, value, weights, _ = act_fn(params, state, rec.frames[k][None], np.array([k == 0]), legal, keys[k])
-        numbers = m.search_numbers(rec.trees[k], rec.actions[k])
+        numbers = tools.search_numbers(rec.trees[k], rec.actions[k])
         assert numbers["action"] == int(action[0])
         np.testing.assert_allclose(numbers["value"], float(value[0]), rtol=1e-6)
         assert numbers["visits"].sum() == 6 and numbers["visits"][0] == 0 and numbers["prior"][0] == 0  # dummy masked
         np.testing.assert_allclose(numbers["visits"] / 6, np.asarray(weights[0]), atol=1e-6)  # PUCT: visit shares
-        lines = m.annotation_lines(numbers, k, rec.action_names)
+        lines = tools.annotation_lines(numbers, k, rec.action_names)
         assert lines[0] == f"step {k}  action {rec.action_names[int(action[0])]}"
         assert lines[1].startswith(f"v* {float(value[0]):+.3f}")
         assert len(lines) == 3 + 3  # the header, then the 3 legal actions, most visited first
         visits = [int(line.split()[2]) for line in lines[3:]]
         assert visits == sorted(visits, reverse=True) and sum(visits) == 6
-    m.save_gif(rec, str(tmp_path / "episode.gif"))
+    tools.save_gif(rec, str(tmp_path / "episode.gif"))
     with Image.open(tmp_path / "episode.gif") as gif:
         assert gif.n_frames == len(rec.frames) and gif.size == (160 + 190, 160)
 
@@ -174,11 +180,17 @@ def test_tree_extractor_equals_the_mctx_summary_at_the_root():
     obs = np.random.default_rng(0).integers(0, 2, (2, 10, 10, 4)).astype(np.uint8)
     legal = np.ones((2, 4), bool)
     legal[:, 0] = False
-    _, _, _, _, tree = act_fn(params, m.initial_actor_state(2, args.history_length, obs.shape[1:]), obs,
-                              np.array([True, True]), legal, jax.random.PRNGKey(1))
+    _, _, _, _, tree = act_fn(
+        params,
+        m.initial_actor_state(2, args.history_length, obs.shape[1:]),
+        obs,
+        np.array([True, True]),
+        legal,
+        jax.random.PRNGKey(1),
+    )
     summary = tree.summary()
     for g in range(2):
-        nodes = tools.tree_nodes(jax.tree.map(lambda x: x[g: g + 1], tree))
+        nodes = tools.tree_nodes(jax.tree.map(lambda x: x[g : g + 1], tree))
         assert len(nodes) == 13 and nodes[0]["N"] == 13 and nodes[0]["depth"] == 0  # a node per simulation
         assert nodes[0]["V"] == pytest.approx(float(summary.value[g]), abs=1e-6)
         children = {n["action"]: n for n in nodes if n["depth"] == 1}
@@ -210,12 +222,19 @@ def chain_search():
 
     def recurrent_fn(params, rng, action, depth):
         depth = depth + 1
-        return mctx.RecurrentFnOutput(reward=jnp.zeros(1), discount=-jnp.ones(1), prior_logits=favour[depth % 2],
-                                      value=jnp.zeros(1)), depth
+        return mctx.RecurrentFnOutput(
+            reward=jnp.zeros(1), discount=-jnp.ones(1), prior_logits=favour[depth % 2], value=jnp.zeros(1)
+        ), depth
 
-    out = mctx.muzero_policy(None, jax.random.PRNGKey(0), mctx.RootFnOutput(prior_logits=favour[:1], value=jnp.zeros(1),
-                                                                        embedding=jnp.zeros(1, int)),
-                             recurrent_fn, 3, invalid_actions=~env.legal_actions(np.array([False])), dirichlet_fraction=0.0)
+    out = mctx.muzero_policy(
+        None,
+        jax.random.PRNGKey(0),
+        mctx.RootFnOutput(prior_logits=favour[:1], value=jnp.zeros(1), embedding=jnp.zeros(1, int)),
+        recurrent_fn,
+        3,
+        invalid_actions=~env.legal_actions(np.array([False])),
+        dirichlet_fraction=0.0,
+    )
     return out.search_tree, root, black, white
 
 
@@ -223,13 +242,21 @@ def test_a_search_through_an_illegal_move_is_marked_as_a_delusion_and_a_legal_on
     tree, root, black, white = chain_search()
     nodes = tools.mark_delusions(tools.tree_nodes(tree), root)
     assert [(n["depth"], n.get("action"), n["N"], n["delusion"]) for n in nodes] == [
-        (0, None, 4, False), (1, black, 3, False), (2, white, 2, False), (3, black, 1, True)]
+        (0, None, 4, False),
+        (1, black, 3, False),
+        (2, white, 2, False),
+        (3, black, 1, True),
+    ]
     # the audit's shares by hand: 1 of 3 simulations ended in a delusion, which holds 1 of the 6 visits below the root
     assert tools.delusion_shares(tree, root) == pytest.approx((1 / 3, 1 / 6))
     # the dummy action is a delusion before the end; after it, it is the only legal action (the absorbing
     # state the model learns), and any move is a delusion
-    hand = [{"index": 0, "parent": -1}, {"index": 1, "parent": 0, "action": 0},
-            {"index": 2, "parent": 0, "action": black}, {"index": 3, "parent": 1, "action": 0}]
+    hand = [
+        {"index": 0, "parent": -1},
+        {"index": 1, "parent": 0, "action": 0},
+        {"index": 2, "parent": 0, "action": black},
+        {"index": 3, "parent": 1, "action": 0},
+    ]
     assert [n["delusion"] for n in tools.mark_delusions(hand, root)] == [False, True, False, True]
     ended = root.clone()
     while not ended.is_terminal():
@@ -242,8 +269,9 @@ def test_tree_tool_draws_every_node_with_its_numbers_and_delusions_in_red(tmp_pa
 
     args, net, params = small_agent(bt, eval_num_simulations=24, planner="muzero")
     bt.save_model(str(tmp_path / "m.muzero_model"), args, params)
-    nodes = tools.run_tree(tools.Tree(model=str(tmp_path / "m.muzero_model"), step=3, opponent="random",
-                                      out=str(tmp_path / "tree")))
+    nodes = tools.run_tree(
+        tools.Tree(model=str(tmp_path / "m.muzero_model"), step=3, opponent="random", out=str(tmp_path / "tree"))
+    )
     assert len(nodes) == 25 and nodes[0]["N"] == 25
     dot = (tmp_path / "tree.dot").read_text()
     assert dot.count("->") == 24 and dot.count("#f4a0a0") == sum(n["delusion"] for n in nodes)
@@ -260,16 +288,25 @@ def test_audit_and_tsne_measure_self_play_positions_of_both_players(tmp_path):
     args, net, params = small_agent(bt, eval_num_simulations=16, planner="muzero")
     for step in (10, 20):
         bt.save_model(str(tmp_path / f"step_{step}.muzero_model"), args, params)
-    table = tools.run_audit(tools.Audit(models=(str(tmp_path / "step_20.muzero_model"), str(tmp_path / "step_10.muzero_model")),
-                                        positions=24, games=4, out=str(tmp_path / "audit")))
+    table = tools.run_audit(
+        tools.Audit(
+            models=(str(tmp_path / "step_20.muzero_model"), str(tmp_path / "step_10.muzero_model")),
+            positions=24,
+            games=4,
+            out=str(tmp_path / "audit"),
+        )
+    )
     assert table.step.tolist() == [10, 20] and (table.positions == 24).all()
     # an untrained model's prior is near uniform over 300 moves, ~10 of them legal: below the root it plans
     # mostly through moves the game does not allow; the two copies of one model measure the same
     assert (0.2 < table.simulation_share).all() and (table.simulation_share <= 1).all()
     assert table.simulation_share.iloc[0] == table.simulation_share.iloc[1]
     assert pd.read_csv(tmp_path / "audit" / "audit.csv").shape == (2, 6)
-    tsne = tools.run_tsne(tools.Tsne(model=str(tmp_path / "step_10.muzero_model"), positions=40, games=4,
-                                     perplexity=5, out=str(tmp_path / "tsne")))
+    tsne = tools.run_tsne(
+        tools.Tsne(
+            model=str(tmp_path / "step_10.muzero_model"), positions=40, games=4, perplexity=5, out=str(tmp_path / "tsne")
+        )
+    )
     assert len(tsne) == 40 and set(tsne.player) == {0, 1} and tsne.move.min() == 0 and tsne.move.max() >= 9
     assert np.isfinite(tsne[["x", "y", "value"]].to_numpy()).all()
 
@@ -281,11 +318,18 @@ def test_budget_searches_with_each_budget_and_reports_that_evaluation(tmp_path):
 
     args, net, params = small_agent(m, env_id="Breakout", eval_num_simulations=16)
     m.save_model(str(tmp_path / "step_7.muzero_model"), args, params)
-    table = tools.run_budget(tools.Budget(models=(str(tmp_path / "step_7.muzero_model"),), simulations=(1, 3),
-                                          episodes=3, seed=2, out=str(tmp_path / "budget")))
+    table = tools.run_budget(
+        tools.Budget(
+            models=(str(tmp_path / "step_7.muzero_model"),),
+            simulations=(1, 3),
+            episodes=3,
+            seed=2,
+            out=str(tmp_path / "budget"),
+        )
+    )
     assert table.simulations.tolist() == [1, 3] and (table.step == 7).all() and (table.episodes == 3).all()
     for n, row in zip((1, 3), table.itertuples()):
-        returns, _, recording = tools.evaluate(m, args, net, params, 3, 2, "mcts", n, record=True)
+        returns, _, recording = tools.play(m, args, net, params, 3, 2, "mcts", n, record=True)
         assert row.mean == pytest.approx(returns.mean()) and row.stderr == pytest.approx(returns.std(ddof=1) / np.sqrt(3))
         assert all(int(tree.node_visits[0, 0]) == n + 1 for tree in recording.trees)
     assert pd.read_csv(tmp_path / "budget" / "budget.csv").shape == (2, 6)
@@ -301,16 +345,25 @@ def test_budget_checks_every_model_before_the_first_evaluation(tmp_path, monkeyp
     evaluations = []
     monkeypatch.setattr(tools, "evaluate", lambda *a, **k: evaluations.append(a))
     with pytest.raises(SystemExit) as stopped:
-        tools.run_budget(tools.Budget(models=(str(tmp_path / "step_7.muzero_model"), str(tmp_path / "gone.muzero_model")),
-                                      simulations=(1,), episodes=2, out=str(tmp_path / "budget")))
+        tools.run_budget(
+            tools.Budget(
+                models=(str(tmp_path / "step_7.muzero_model"), str(tmp_path / "gone.muzero_model")),
+                simulations=(1,),
+                episodes=2,
+                out=str(tmp_path / "budget"),
+            )
+        )
     assert stopped.value.code == 2 and evaluations == [] and not (tmp_path / "budget").exists()
 
 
-@pytest.mark.parametrize("tool, flags, named", [
-    ("tree", ["--model", "missing.muzero_model"], "--model"),
-    ("budget", ["--models", "m", "--simulations", "0", "4"], "--simulations"),
-    ("audit", ["--models", "m", "--positions", "0"], "--positions"),
-])
+@pytest.mark.parametrize(
+    "tool, flags, named",
+    [
+        ("tree", ["--model", "missing.muzero_model"], "--model"),
+        ("budget", ["--models", "m", "--simulations", "0", "4"], "--simulations"),
+        ("audit", ["--models", "m", "--positions", "0"], "--positions"),
+    ],
+)
 def test_bad_tool_flags_exit_2_with_the_flag_named(tmp_path, monkeypatch, capsys, tool, flags, named):
     import runpy
     import sys
@@ -342,8 +395,14 @@ def test_random_policy_returns_are_seeded_and_at_the_floor(tmp_path):
 def test_training_curves_average_seeds_bin_by_bin():
     """A bin's frame is the mean frame of its episodes, so two seeds' bins sit at different frames: the curve
     matches them by bin (one point per bin, the mean over seeds), and frames-to-reach reads that mean."""
-    train = pd.DataFrame({"seed": [1, 1, 1, 2, 2, 2], "step": [10_400, 30_100, 50_900, 10_050, 29_800, 50_200],
-                          "train_return": [1.0, 2.0, 6.0, 3.0, 6.0, 8.0], "minutes": [1, 2, 3, 2, 4, 6]})
+    train = pd.DataFrame(
+        {
+            "seed": [1, 1, 1, 2, 2, 2],
+            "step": [10_400, 30_100, 50_900, 10_050, 29_800, 50_200],
+            "train_return": [1.0, 2.0, 6.0, 3.0, 6.0, 8.0],
+            "minutes": [1, 2, 3, 2, 4, 6],
+        }
+    )
     curve = tools.seed_curve(train)
     assert curve.index.tolist() == [10_225, 29_950, 50_550]
     assert curve["mean"].tolist() == [2.0, 4.0, 7.0] and curve["min"].tolist() == [1.0, 2.0, 6.0]
@@ -362,8 +421,7 @@ def test_machine_line_names_the_cpu_generation_and_the_library_versions():
         first_cpu = f.read().split("\n\n")[0]
     info = {k.strip(): v.strip() for k, _, v in (row.partition(":") for row in first_cpu.splitlines())}
     line = tools.machine_line()
-    assert line.startswith(f"{os.cpu_count()} cores, {info['model name']} (family {info['cpu family']} "
-                           f"model {info['model']}")
+    assert line.startswith(f"{os.cpu_count()} cores, {info['model name']} (family {info['cpu family']} model {info['model']}")
     assert ("avx512" in line) == ("avx512f" in info["flags"].split())
     assert f"JAX {jax.__version__} (" in line
     for name in ("flax", "optax", "mctx"):
@@ -378,29 +436,61 @@ def test_ablation_report_pairs_a_lever_only_with_reference_runs_of_its_machine_l
     spec = importlib.util.spec_from_file_location("ablation", tools.REPO + "/benchmark/muzero_minatar_ablation.py")
     ablation = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ablation)
-    old, new = "2 cores, AMD EPYC, JAX 0.10.2, CPU", "2 cores, AMD EPYC (family 25 model 17, avx512), JAX 0.10.2 (flax 0.12.8), CPU"
-    rows = [("batch_64_strong_reward_focus", 1, 16.0, old), ("batch_64_strong_reward_focus", 2, 18.0, old),
-            ("replay_ratio_3", 1, 4.0, old), ("replay_ratio_3", 1, 3.0, new), ("replay_ratio_3", 2, 1.0, new),
-            ("replay_ratio_3", 3, 2.0, new)]
-    pd.DataFrame([{"lever": lever, "env_id": "Asterix", "seed": seed, "frames": 299_008, "eval_return": ret,
-                   "eval_episodes": 32, "train_return_last_30pct": ret / 2, "wall_time_min": 30.0, "parallel_jobs": 2,
-                   "flags": "--replay-ratio 3", "commit": "abc1234", "machine": machine}
-                  for lever, seed, ret, machine in rows]).to_csv(tmp_path / "ablation.csv", index=False)
+    old, new = (
+        "2 cores, AMD EPYC, JAX 0.10.2, CPU",
+        "2 cores, AMD EPYC (family 25 model 17, avx512), JAX 0.10.2 (flax 0.12.8), CPU",
+    )
+    rows = [
+        ("batch_64_strong_reward_focus", 1, 16.0, old),
+        ("batch_64_strong_reward_focus", 2, 18.0, old),
+        ("replay_ratio_3", 1, 4.0, old),
+        ("replay_ratio_3", 1, 3.0, new),
+        ("replay_ratio_3", 2, 1.0, new),
+        ("replay_ratio_3", 3, 2.0, new),
+    ]
+    pd.DataFrame(
+        [
+            {
+                "lever": lever,
+                "env_id": "Asterix",
+                "seed": seed,
+                "frames": 299_008,
+                "eval_return": ret,
+                "eval_episodes": 32,
+                "train_return_last_30pct": ret / 2,
+                "wall_time_min": 30.0,
+                "parallel_jobs": 2,
+                "flags": "--replay-ratio 3",
+                "commit": "abc1234",
+                "machine": machine,
+            }
+            for lever, seed, ret, machine in rows
+        ]
+    ).to_csv(tmp_path / "ablation.csv", index=False)
     ablation.report(str(tmp_path))
     lines = [line for line in (tmp_path / "ablation.md").read_text().splitlines() if line.startswith("| replay_ratio_3")]
     cells = [[c.strip() for c in line.split("|")[1:-1]] for line in lines]
     assert [(c[4], c[5], c[7], c[8]) for c in cells] == [
         ("family 25 model 17, avx512", "1, 2, 3", "– → 2.00", "– → 1.00"),  # no reference on this line
-        ("not recorded", "1", "16.00 → 4.00", "8.00 → 2.00")]  # the reference's seed 1 only
+        ("not recorded", "1", "16.00 → 4.00", "8.00 → 2.00"),
+    ]  # the reference's seed 1 only
 
 
 def test_cpu_lines_appends_one_row_per_script_and_draws_every_row(tmp_path):
     import pandas as pd
 
-    tools.run_cpu_lines(tools.CpuLines(scripts=("muzero_minatar", "muzero_breakthrough"), out=str(tmp_path),
-                                       note="golden tests"))
-    tools.run_cpu_lines(tools.CpuLines(scripts=("muzero_minatar",), identical="no", machine="emulated line",
-                                       out=str(tmp_path), note="losses/total_loss differs"))
+    tools.run_cpu_lines(
+        tools.CpuLines(scripts=("muzero_minatar", "muzero_breakthrough"), out=str(tmp_path), note="golden tests")
+    )
+    tools.run_cpu_lines(
+        tools.CpuLines(
+            scripts=("muzero_minatar",),
+            identical="no",
+            machine="emulated line",
+            out=str(tmp_path),
+            note="losses/total_loss differs",
+        )
+    )
     table = pd.read_csv(tmp_path / "cpu_lines.csv")
     assert table.script.tolist() == ["muzero_minatar", "muzero_breakthrough", "muzero_minatar"]
     assert table.machine.tolist() == [tools.machine_line()] * 2 + ["emulated line"]
@@ -408,4 +498,5 @@ def test_cpu_lines_appends_one_row_per_script_and_draws_every_row(tmp_path):
     lines = open(tmp_path / "cpu_lines.md").read().splitlines()
     assert len(lines) == 2 + 3
     assert lines[-1].startswith("| `muzero_minatar` | emulated line | no | ") and lines[-1].endswith(
-        " | losses/total_loss differs |")
+        " | losses/total_loss differs |"
+    )
