@@ -16,34 +16,10 @@ from test_runs import assert_refused, run_together, scalars
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 ENV2 = {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-SMALL = [
-    "--resolution",
-    "32",
-    "--num-envs",
-    "4",
-    "--num-steps",
-    "16",
-    "--channels",
-    "8",
-    "--downsample-blocks",
-    "0",
-    "0",
-    "0",
-    "--repr-blocks",
-    "1",
-    "--pred-blocks",
-    "0",
-    "--head-hidden",
-    "16",
-    "--num-simulations",
-    "2",
-    "--unroll-steps",
-    "2",
-    "--td-steps",
-    "3",
-    "--max-episode-steps",
-    "100",
-]
+SMALL = (
+    "--resolution 32 --num-envs 4 --num-steps 16 --channels 8 --downsample-blocks 0 0 0 --repr-blocks 1 "
+    "--pred-blocks 0 --head-hidden 16 --num-simulations 2 --unroll-steps 2 --td-steps 3 --max-episode-steps 100"
+).split()
 
 
 def small_args(**kw) -> ma.Args:
@@ -142,23 +118,8 @@ def test_downsampling_gives_the_papers_board():
 # --- runs: actor threads, devices, processes ------------------------------------------------------------
 RUN = [
     *SMALL,
-    "--total-timesteps",
-    "768",
-    "--learning-starts",
-    "128",
-    "--batch-size",
-    "16",
-    "--buffer-size",
-    "1024",
-    "--eval-episodes",
-    "2",
-    "--eval-interval",
-    "384",
-    "--seed",
-    "3",
-    "--save-model",
-    "--num-envs",
-    "2",
+    *"--total-timesteps 768 --learning-starts 128 --batch-size 16 --buffer-size 1024 --eval-episodes 2".split(),
+    *"--eval-interval 384 --seed 3 --save-model --num-envs 2".split(),
 ]
 MODEL = "muzero_atari_multigpu.muzero_model"
 

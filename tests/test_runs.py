@@ -26,40 +26,11 @@ import muzero_tools as tools
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "muzero_minatar.py")
 REANALYZE_SCRIPT = os.path.join(os.path.dirname(SCRIPT), "muzero_minatar_reanalyze.py")
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
-SMALL_RUN = [
-    "--total-timesteps",
-    "1536",
-    "--num-envs",
-    "8",
-    "--num-steps",
-    "32",
-    "--learning-starts",
-    "256",
-    "--batch-size",
-    "32",
-    "--buffer-size",
-    "4096",
-    "--channels",
-    "8",
-    "--repr-blocks",
-    "1",
-    "--pred-blocks",
-    "0",
-    "--head-hidden",
-    "16",
-    "--num-simulations",
-    "4",
-    "--eval-num-simulations",
-    "4",
-    "--eval-episodes",
-    "2",
-    "--max-episode-steps",
-    "50",
-    "--eval-interval",
-    "768",
-    "--seed",
-    "3",
-]
+SMALL_RUN = (
+    "--total-timesteps 1536 --num-envs 8 --num-steps 32 --learning-starts 256 --batch-size 32 --buffer-size 4096 "
+    "--channels 8 --repr-blocks 1 --pred-blocks 0 --head-hidden 16 --num-simulations 4 --eval-num-simulations 4 "
+    "--eval-episodes 2 --max-episode-steps 50 --eval-interval 768 --seed 3"
+).split()
 
 
 def run(args, cwd, timeout=600, script=SCRIPT):
