@@ -1069,9 +1069,7 @@ def read_checkpoint(args: Args) -> dict:
     return checkpoint
 
 
-def save_checkpoint(
-    writer, args: Args, wandb_run, p: Progress, state, replays: list, acting_params, rollouts: list, step: int
-):
+def save_checkpoint(writer, args: Args, wandb_id, p: Progress, state, replays: list, acting_params, rollouts: list, step: int):
     """Everything the run needs to continue, written atomically (a kill leaves the previous checkpoint) once every
     event up to now is on disk: tensorboardX's flush() does not wait for its queue, close() does. The run goes on
     in a new events file, whose writer is returned."""
@@ -1081,7 +1079,7 @@ def save_checkpoint(
     writer = SummaryWriter(run_dir, filename_suffix=f".{p.iteration}")
     payload = dict(
         args=asdict(args),
-        wandb_id=wandb_run.id if wandb_run else None,
+        wandb_id=wandb_id,
         progress=replace(p, metrics=jax.device_get(p.metrics)),
         train_state=unreplicate(state),
         replay=[r.state() for r in replays],
@@ -1280,6 +1278,7 @@ def main(args: Args):
     steps_per_iteration = args.num_envs * args.num_steps * G
     num_iterations = args.total_timesteps // steps_per_iteration
     run_dir, writer, wandb_run = open_run(args, checkpoint, steps_per_iteration, num_iterations)
+    wandb_id = wandb_run.id if wandb_run else checkpoint and checkpoint["wandb_id"]  # kept for a resume with --track
     model_path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
     _, net_key, *actor_keys = jax.random.split(jax.random.PRNGKey(args.seed), 2 + G)
 
@@ -1341,7 +1340,7 @@ def main(args: Args):
             last_log = time.time() if console else last_log
             log_iteration(writer, p, rollouts, replays, global_step, (start_time, wait, got, put), console)
             if rollouts[0].snapshot is not None:
-                writer = save_checkpoint(writer, args, wandb_run, p, state, replays, acting_params, rollouts, global_step)
+                writer = save_checkpoint(writer, args, wandb_id, p, state, replays, acting_params, rollouts, global_step)
     finally:  # with --save-model the parameters are saved even when an error stops the run: nothing trained is lost
         learner_done.set()
         writer.close()
