@@ -11,13 +11,16 @@ exactly one version behind the learner, so a run's data is fixed by its seed; th
 
 import copy
 import json
+import math
 import os
 import pickle
 import queue
+import signal
+import socket
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
 from typing import Literal, NamedTuple, get_args
 
@@ -47,11 +50,12 @@ MINATAR_NAMES = dict(zip(get_args(GAMES), ("asterix", "breakout", "freeway", "se
 MINATAR_ACTIONS = ("noop", "left", "up", "right", "down", "fire")  # minatar's action indices
 GYMNAX_STEP_LIMITS = {"Freeway": 2500}  # gymnax's max_steps_in_episode: 2500 for Freeway, 1000 for the others
 MAX_REPLAY_RATIO = 256  # samples per environment step: EfficientZero's (batch 256, an update per step)
+SCRIPT = os.path.basename(__file__)[: -len(".py")]
 
 
 @dataclass
 class Args:
-    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    exp_name: str = SCRIPT
     """the name of this experiment"""
     seed: int = 1
     """seed of the experiment: environments, network initialisation, search noise and replay sampling"""
@@ -189,12 +193,23 @@ class Args:
     """processes (hosts) in the run; each runs its own actor threads, and all learner devices form one learner"""
     process_id: int = 0
     """this process's index in [0, --num-processes); process 0 evaluates and logs to W&B"""
+    distributed_timeout: int = 300
+    """seconds a process waits for all --num-processes to join before it stops"""
 
 
 def fail(message: str):
     """Stops before anything is compiled or written, with a message naming the flag and exit status 2 (as argparse)."""
     print(f"{os.path.basename(sys.argv[0])}: error: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+def check_folder(name: str, path: str):
+    """Refuses with fail() a folder to write in that is a file, or that this process cannot create or write in."""
+    folder = os.path.abspath(path)
+    while not os.path.exists(folder):  # the nearest existing folder is where it would be created
+        folder = os.path.dirname(folder)
+    if not (os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)):
+        fail(f"{name}: {folder} is not a folder this process can write in")
 
 
 def global_threads(args: Args) -> int:
@@ -204,16 +219,23 @@ def global_threads(args: Args) -> int:
 def validate_args(args: Args):
     """What tyro cannot check, each refused with fail()."""
     rules = [  # (flags, test, what they must be)
+        (" ".join(f.name for f in fields(args) if f.type is float), math.isfinite, "a finite number"),
         (
             "total_timesteps num_envs num_steps history_length channels repr_blocks head_hidden support_size "
             "num_simulations eval_num_simulations max_num_considered_actions unroll_steps td_steps buffer_size "
             "batch_size target_update_interval eval_interval num_actor_threads num_processes learning_rate "
-            "replay_ratio max_grad_norm temperature eval_temperature dirichlet_alpha eval_dirichlet_alpha log_interval",
+            "replay_ratio max_grad_norm temperature eval_temperature dirichlet_alpha eval_dirichlet_alpha log_interval "
+            "pb_c_base priority_epsilon distributed_timeout",
             lambda v: v > 0,
             "positive",
         ),
-        ("dyn_blocks pred_blocks eval_episodes learning_starts checkpoint_interval", lambda v: v >= 0, "non-negative"),
-        ("sticky_action_prob dirichlet_fraction", lambda v: 0 <= v <= 1, "in [0, 1]"),
+        (
+            "dyn_blocks pred_blocks eval_episodes learning_starts checkpoint_interval pb_c_init eval_pb_c_init "
+            "gumbel_scale priority_exponent value_coef reward_coef consistency_coef l2_coef",
+            lambda v: v >= 0,
+            "non-negative",
+        ),
+        ("sticky_action_prob dirichlet_fraction importance_exponent", lambda v: 0 <= v <= 1, "in [0, 1]"),
         ("gamma", lambda v: 0 < v <= 1, "in (0, 1]"),
         ("seed", lambda v: 0 <= v < 2**32, "in [0, 2**32 - 1], as JAX's 32-bit keys"),
         ("max_episode_steps", lambda v: v is None or v > 0, "positive"),
@@ -223,8 +245,10 @@ def validate_args(args: Args):
         for name in names.split():
             if not ok(getattr(args, name)):
                 fail(f"--{name.replace('_', '-')} must be {what} (got {getattr(args, name)})")
-    if not args.exp_name or args.exp_name in (".", "..") or not all(c.isalnum() or c in "-_." for c in args.exp_name):
-        fail(f"--exp-name must be a name of letters, digits, '-', '_' and '.' (got {args.exp_name!r}): it names files")
+    name_ok = all(c.isalnum() or c in "-_." for c in args.exp_name) and args.exp_name not in ("", ".", "..")
+    if not name_ok or len(args.exp_name) > 100:
+        fail(f"--exp-name must be at most 100 letters, digits, '-', '_' and '.' (got {args.exp_name!r}): it names files")
+    check_folder(f"--resume {args.resume}" if args.resume else "runs/ (runs are written in ./runs)", args.resume or "runs")
     steps = args.num_envs * args.num_steps * global_threads(args)
     iteration = f"one actor iteration, --num-envs x --num-steps x --num-actor-threads x --num-processes = {steps}"
     if args.total_timesteps < steps or args.buffer_size < steps:
@@ -246,6 +270,30 @@ def validate_args(args: Args):
         fail(f"--num-processes {args.num_processes} needs --coordinator-address host:port of process 0")
 
 
+def join_processes(args: Args):
+    """jax.distributed.initialize (with --num-processes > 1) with a bounded wait: XLA aborts a process whose peers do
+    not join, so a watchdog stops it first (exit 1), naming who is missing."""
+    if args.num_processes == 1:
+        return
+
+    def give_up():
+        host, _, port = args.coordinator_address.rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=2).close()
+            missing = "the other processes have" if args.process_id == 0 else "a process other than 0 has"
+        except OSError:
+            missing = f"process 0 (the coordinator, {args.coordinator_address}) has"
+        waited = f"--distributed-timeout {args.distributed_timeout} s"
+        print(f"process {args.process_id}: {missing} not joined within {waited}", file=sys.stderr, flush=True)
+        os._exit(1)
+
+    watchdog = threading.Timer(args.distributed_timeout, give_up)
+    watchdog.start()
+    timeout = args.distributed_timeout + 60  # XLA's own deadline, after the watchdog's
+    jax.distributed.initialize(args.coordinator_address, args.num_processes, args.process_id, initialization_timeout=timeout)
+    watchdog.cancel()
+
+
 def validate_devices(args: Args):
     """The device flags against this process's devices (after jax.distributed starts, before compiling)."""
     for name in ("actor_device_ids", "learner_device_ids"):
@@ -257,6 +305,26 @@ def validate_devices(args: Args):
             )
     if (args.batch_size // args.num_processes) % len(args.learner_device_ids):
         fail(f"--batch-size ({args.batch_size}) must split evenly over the --learner-device-ids of each process")
+
+
+def check_memory(args: Args, net, obs_shape, num_actions: int):
+    """Refuses sizes whose arrays cannot fit in this machine's memory (before anything is compiled or written): the
+    replays, the network with its target, gradients and Adam moments, and the acting and evaluation search trees."""
+    params = jax.eval_shape(partial(init_params, net, args), jax.random.PRNGKey(0))
+    step_bytes = sum(v.nbytes for v in empty_segments(1, 1, obs_shape, num_actions).values())
+    span = args.history_length + args.num_steps + args.unroll_steps + args.td_steps
+    node_bytes = obs_shape[0] * obs_shape[1] * args.channels * 4 + (6 * num_actions + 5) * 4  # mctx.Tree per node
+    acting, evaluating = args.num_envs * args.num_actor_threads, args.eval_episodes  # searches run at once
+    nodes = max(acting * (args.num_simulations + 1), evaluating * (args.eval_num_simulations + 1))
+    needs = {  # bytes in this process, by the flag that sets them
+        "--buffer-size": args.buffer_size // args.num_processes // args.num_steps * span * step_bytes,
+        "--channels/--head-hidden/--support-size": 6 * sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(params)),
+        "--num-simulations/--eval-num-simulations": nodes * node_bytes,
+    }
+    memory, total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, sum(needs.values()) / 2**30
+    if total > memory:
+        parts = ", ".join(f"{k} ({v / 2**30:.1f} GiB)" for k, v in sorted(needs.items(), key=lambda kv: -kv[1]))
+        fail(f"the run needs about {total:.1f} GiB, mostly for {parts}; this machine has {memory:.1f} GiB")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -891,6 +959,30 @@ class Stopped(Exception):
     """The other thread has ended: stop waiting on the queue."""
 
 
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM, raised by the learner where it can stop safely (not inside JAX's tracing or a callback)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+signals_received = []  # by on_signal, the handler of SIGINT and SIGTERM when the script runs
+
+
+def on_signal(signum, frame):
+    if signals_received:  # a second Ctrl-C stops at once
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)
+    signals_received.append(signum)
+
+
+def check_signals():
+    """Raises Interrupted once a signal has been received (the learner calls it between updates and while it waits)."""
+    if signals_received:
+        raise Interrupted(signals_received[0])
+
+
 def queue_get(q: queue.Queue, other_alive):
     """q.get() that gives up with Stopped once `other_alive()` is False and nothing is left to take."""
     while True:
@@ -950,6 +1042,8 @@ def actor_loop(args: Args, thread: int, act_fn, pending_params: list, queues, le
                 segments = {k: np.roll(v, -S, axis=1) for k, v in segments.items()}
                 returns, lengths, root_values, entropies = [], [], [], []
                 for t in range(span - S, span):
+                    if not learner_alive():  # the learner has stopped: end within a step
+                        raise Stopped
                     key, sub = jax.random.split(key)
                     state, action, root_value, policy, _ = act_fn(
                         params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub
@@ -993,7 +1087,7 @@ def collect(rollout_queues: list, actors: list) -> list:
     rollouts = []
     for t, (q, actor) in enumerate(zip(rollout_queues, actors)):
         try:
-            rollouts.append(queue_get(q, actor.is_alive))
+            rollouts.append(queue_get(q, lambda: check_signals() or actor.is_alive()))
         except Stopped:
             raise RuntimeError(f"actor thread {t} ended without handing over a rollout or an error")
         if isinstance(rollouts[t], BaseException):
@@ -1004,7 +1098,7 @@ def collect(rollout_queues: list, actors: list) -> list:
 # ---------------------------------------------------------------------------------------------
 # Checkpoints: everything a run needs to continue exactly as if it had not stopped
 # ---------------------------------------------------------------------------------------------
-CHECKPOINT_FILE = "checkpoint.pkl"
+CHECKPOINT_FILE, FINISHED_FILE = "checkpoint.pkl", "finished.json"
 # flags that do not change what a run computes: a resumed run may set them differently
 RESUME_FREE_FLAGS = {
     "resume",
@@ -1036,7 +1130,7 @@ class CheckpointUnpickler(pickle.Unpickler):
     """Classes of this script are found whether it ran as a script (`__main__`) or was imported."""
 
     def find_class(self, module, name):
-        if module in ("__main__", os.path.basename(__file__)[: -len(".py")]):
+        if module in ("__main__", SCRIPT):
             return getattr(sys.modules[__name__], name)
         return super().find_class(module, name)
 
@@ -1050,6 +1144,8 @@ def read_checkpoint(args: Args) -> dict:
     """This process's checkpoint of `--resume`, refused with fail() if it is missing, broken or of other flags.
     (A checkpoint is a pickle: load only your own.)"""
     path = os.path.join(process_dir(args.resume, args), CHECKPOINT_FILE)
+    if os.path.isfile(os.path.join(process_dir(args.resume, args), FINISHED_FILE)):
+        fail(f"--resume {args.resume}: the run has finished (see its {FINISHED_FILE}): there is nothing to continue")
     if not os.path.isfile(path):
         fail(f"--resume {args.resume}: no checkpoint there ({path}; runs write them with --checkpoint-interval N)")
     try:
@@ -1058,6 +1154,8 @@ def read_checkpoint(args: Args) -> dict:
         saved = checkpoint["args"]
     except Exception as e:
         fail(f"--resume {args.resume}: {path} is truncated or not a checkpoint of this script ({type(e).__name__}: {e})")
+    if checkpoint.get("script") != SCRIPT:
+        fail(f"--resume {args.resume}: the checkpoint was written by {checkpoint.get('script')}.py, not by {SCRIPT}.py")
     given = asdict(args)
     differ = [
         f"--{k.replace('_', '-')} {saved.get(k)!r} (now {v!r})"
@@ -1069,15 +1167,32 @@ def read_checkpoint(args: Args) -> dict:
     return checkpoint
 
 
+def atomic_write(path: str, write):
+    """write(file) into a temporary file, synced, then renamed to `path`: a kill or a full disk leaves the old file whole."""
+    try:
+        with open(path + ".tmp", "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
+    except BaseException as e:  # an error, Ctrl-C or SIGTERM: no temporary file left behind
+        if os.path.exists(path + ".tmp"):
+            os.remove(path + ".tmp")
+        if not isinstance(e, OSError):
+            raise
+        kept = f"the previous {path} is whole" if os.path.exists(path) else "nothing was written"
+        raise OSError(e.errno, f"{path} could not be written ({e.strerror}); {kept}") from e
+
+
 def save_checkpoint(writer, args: Args, wandb_id, p: Progress, state, replays: list, acting_params, rollouts: list, step: int):
-    """Everything the run needs to continue, written atomically (a kill leaves the previous checkpoint) once every
-    event up to now is on disk: tensorboardX's flush() does not wait for its queue, close() does. The run goes on
-    in a new events file, whose writer is returned."""
+    """Everything the run needs to continue, written atomically once every event up to now is on disk: tensorboardX's
+    flush() does not wait for its queue, close() does. The run goes on in a new events file (named to sort in step
+    order), whose writer is returned."""
     start, run_dir = time.time(), writer.logdir
-    path = os.path.join(run_dir, CHECKPOINT_FILE)
     writer.close()
-    writer = SummaryWriter(run_dir, filename_suffix=f".{p.iteration}")
+    writer = SummaryWriter(run_dir, filename_suffix=f".{p.iteration:09d}")
     payload = dict(
+        script=SCRIPT,
         args=asdict(args),
         wandb_id=wandb_id,
         progress=replace(p, metrics=jax.device_get(p.metrics)),
@@ -1086,12 +1201,10 @@ def save_checkpoint(writer, args: Args, wandb_id, p: Progress, state, replays: l
         acting_params=jax.device_get(acting_params),
         actor=[r.snapshot for r in rollouts],
     )
-    with open(path + ".tmp", "wb") as f:
-        pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(path + ".tmp", path)
+    atomic_write(os.path.join(run_dir, CHECKPOINT_FILE), partial(pickle.dump, payload, protocol=pickle.HIGHEST_PROTOCOL))
     writer.add_scalar("stats/checkpoint_time", time.time() - start, step)
+    if args.process_id == 0:  # (the other processes' checkpoints are in process_{i} of the run's directory)
+        print(f"checkpoint at step {step}: --resume {run_dir} continues from it", flush=True)
     return writer
 
 
@@ -1121,6 +1234,7 @@ def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed, record:
     recording = Recording([], [], [], ["(end)"] + [MINATAR_ACTIONS[a] for a in envs.action_set])
     key = jax.random.PRNGKey(env_seeds(seed, num_episodes + 1)[-1])  # a stream no environment uses
     while not done.all():
+        check_signals()
         key, sub = jax.random.split(key)
         state, action, _, _, tree = act_fn(params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub)
         if record and not done[0]:
@@ -1151,11 +1265,9 @@ def log_evaluation(writer: SummaryWriter, eval_act_fn, params, args: Args, itera
 
 
 def save_model(path: str, args: Args, params):
-    """The parameters (flax bytes) and, beside them, the flags as JSON: muzero_tools.load_model reads both."""
-    with open(path, "wb") as f:
-        f.write(flax.serialization.to_bytes(params))
-    with open(path + ".json", "w") as f:
-        json.dump(asdict(args), f, indent=2)
+    """The parameters (flax bytes) and, beside them, the script and flags as JSON: muzero_tools.load_model reads both."""
+    atomic_write(path + ".json", lambda f: f.write(json.dumps(dict(script=SCRIPT, **asdict(args)), indent=2).encode()))
+    atomic_write(path, lambda f: f.write(flax.serialization.to_bytes(params)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1203,9 +1315,10 @@ def open_run(args: Args, checkpoint: dict | None, steps_per_iteration: int, num_
 
 def log_iteration(writer, p: Progress, rollouts: list, replays: list, global_step: int, times: tuple, console: bool):
     """The iteration's charts/, losses/ and stats/ (the docs page lists them) and, if `console`, a progress line.
-    times: when the run started, the learner started waiting for rollouts, got them, and put the parameters."""
-    start, wait, got, put = times
-    elapsed = time.time() - start
+    times: when the run (re)started and at which step, when the learner started waiting for rollouts, got them, and
+    put the parameters."""
+    start, start_step, wait, got, put = times
+    sps = int((global_step - start_step) / (time.time() - start))
     waits = {
         "learner_rollout_queue_wait": got - wait,
         "learner_params_queue_put_wait": time.time() - put,
@@ -1219,7 +1332,7 @@ def log_iteration(writer, p: Progress, rollouts: list, replays: list, global_ste
     scalars.update({f"stats/{k}": v for k, v in waits.items()})
     scalars.update(
         {
-            "charts/SPS": int(global_step / elapsed),
+            "charts/SPS": sps,
             "charts/num_updates": p.num_updates,
             "stats/replay_size": sum(r.num_trainable for r in replays),
         }
@@ -1234,7 +1347,7 @@ def log_iteration(writer, p: Progress, rollouts: list, replays: list, global_ste
     if console:
         mean_return = np.mean(p.train_returns) if p.train_returns else float("nan")
         print(
-            f"step={global_step} SPS={int(global_step / elapsed)} updates={p.num_updates} train_return="
+            f"step={global_step} SPS={sps} updates={p.num_updates} train_return="
             f"{mean_return:.2f} {p.eval_summary} loss={scalars.get('losses/total_loss', np.nan):.3f} waits: "
             f"learner={waits['learner_rollout_queue_wait']:.2f}s actor={scalars['stats/actor_params_queue_wait']:.2f}s",
             flush=True,
@@ -1269,10 +1382,12 @@ def hand_over(queues: list, actors: list, params):
 
 def main(args: Args):
     validate_args(args)
-    if args.num_processes > 1:  # before anything touches a device
-        jax.distributed.initialize(args.coordinator_address, args.num_processes, args.process_id)
+    join_processes(args)  # before anything touches a device
     validate_devices(args)
     checkpoint = read_checkpoint(args) if args.resume else None
+    probe = MinAtarVecEnv(args.env_id, 1, args.seed, args.sticky_action_prob)
+    net = make_network(args, probe.num_actions)
+    check_memory(args, net, probe.obs_shape, probe.num_actions)
     T, G = args.num_actor_threads, global_threads(args)
     threads = range(args.process_id * T, (args.process_id + 1) * T)  # this process's actor threads among all
     steps_per_iteration = args.num_envs * args.num_steps * G
@@ -1283,8 +1398,6 @@ def main(args: Args):
     _, net_key, *actor_keys = jax.random.split(jax.random.PRNGKey(args.seed), 2 + G)
 
     # the agent: network, planners, update, and a replay for each actor thread (seeded by the thread's index)
-    probe = MinAtarVecEnv(args.env_id, 1, args.seed, args.sticky_action_prob)
-    net = make_network(args, probe.num_actions)
     params = init_params(net, args, net_key)  # the same in every process: one seed
     optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
     train_planner, test_planner = planner_configs(args)
@@ -1308,6 +1421,7 @@ def main(args: Args):
     queues, actors = start_actors(args, act_fn, acting_params, iterations, actor_keys, snapshots, learner_done)
 
     start_time = last_log = time.time()
+    start_step = p.iteration * steps_per_iteration
     try:
         for iteration in iterations:
             global_step = iteration * steps_per_iteration
@@ -1322,6 +1436,7 @@ def main(args: Args):
             if replays[0].num_trainable * G >= args.learning_starts:
                 p.sample_credit += args.replay_ratio * steps_per_iteration
                 while p.sample_credit >= args.batch_size:
+                    check_signals()
                     p.sample_credit -= args.batch_size
                     state, p.metrics = update_fn(state, *sample_batch(replays, args.batch_size // args.num_processes))
                     p.num_updates += 1
@@ -1338,17 +1453,19 @@ def main(args: Args):
                 p.eval_summary = log_evaluation(writer, eval_act_fn, eval_params, args, iteration, global_step)
             console, p.iteration = time.time() - last_log >= args.log_interval or iteration == num_iterations, iteration
             last_log = time.time() if console else last_log
-            log_iteration(writer, p, rollouts, replays, global_step, (start_time, wait, got, put), console)
+            log_iteration(writer, p, rollouts, replays, global_step, (start_time, start_step, wait, got, put), console)
             if rollouts[0].snapshot is not None:
                 writer = save_checkpoint(writer, args, wandb_id, p, state, replays, acting_params, rollouts, global_step)
-    finally:  # with --save-model the parameters are saved even when an error stops the run: nothing trained is lost
+        with open(os.path.join(run_dir, FINISHED_FILE), "w") as f:  # --resume refuses a finished run
+            json.dump(dict(step=num_iterations * steps_per_iteration, updates=p.num_updates), f)
+    finally:  # threads joined first (no thread inside XLA at exit); with --save-model nothing trained is lost
         learner_done.set()
+        for actor in actors:
+            actor.join()
         writer.close()
         if args.save_model and p.num_updates:  # every process its own copy: a host's run directory is complete
             save_model(model_path, args, unreplicate(state.params))
             print(f"the parameters after {p.num_updates} updates are saved to {model_path}", flush=True)
-    for actor in actors:
-        actor.join()
     if wandb_run:
         wandb_run.finish()
     if args.num_processes > 1:  # every process through the shutdown barrier here, its work done, not at interpreter exit
@@ -1357,4 +1474,9 @@ def main(args: Args):
 
 
 if __name__ == "__main__":
-    main(tyro.cli(Args))
+    for signum in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, and `timeout` or a job scheduler
+        signal.signal(signum, on_signal)
+    try:
+        main(tyro.cli(Args))
+    except Interrupted as e:  # the parameters are saved (--save-model): exit 130 after Ctrl-C, 143 after SIGTERM
+        sys.exit(128 + e.signum)

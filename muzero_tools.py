@@ -44,6 +44,7 @@ import platform
 import re
 import subprocess
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import flax
@@ -56,7 +57,7 @@ import scipy.special
 import tyro
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from muzero_minatar import fail
+from muzero_minatar import check_folder, fail
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -164,6 +165,8 @@ class Ladder:
 def run_ladder(cfg: Ladder):
     import muzero_breakthrough as bt
 
+    require("statsmodels.api", "tools")  # the fit after the games
+
     for name in ["games_per_pair", "mcts_simulations", "every"]:
         if getattr(cfg, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive (got {getattr(cfg, name)})")
@@ -241,28 +244,44 @@ def plot_ladder(ratings, path: str, title: str):
 # ---------------------------------------------------------------------------------------------
 # Any script's saved model, its episodes and its searches
 # ---------------------------------------------------------------------------------------------
+def require(module: str, extra: str):
+    """Imports an optional package, or stops with fail() and the line that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError:
+        fail(f"{module} is not installed: pip install -e '.[{extra}]' (in the repository)")
+
+
 def load_model(model_path: str):
     """(script module, args, network, params) of a model saved by any muzero_*.py script's --save-model (or a
-    checkpoint's models/step_*): the script is told by the flags saved beside it (`{model_path}.json`)."""
-    if not os.path.exists(model_path + ".json"):
+    checkpoint's models/step_*): the script and its flags are read from `{model_path}.json`. A model that the
+    script's network of those flags cannot hold is refused with fail(), naming the script."""
+    if not os.path.isfile(model_path + ".json"):
         fail(f"--model {model_path}: no {model_path}.json beside it (a model saved by --save-model or a checkpoint)")
     with open(model_path + ".json") as f:
         saved = json.load(f)
-    name = (
-        "muzero_breakthrough"
-        if "board_size" in saved
-        else "muzero_atari_multigpu"
-        if "frame_skip" in saved
-        else "muzero_minatar_reanalyze"
-        if "reanalyze_ratio" in saved
-        else "muzero_minatar"
-    )
-    script = importlib.import_module(name)
+    flags_of = {  # a flag only that script has: for models saved before the script was recorded
+        "board_size": "muzero_breakthrough",
+        "frame_skip": "muzero_atari_multigpu",
+        "reanalyze_ratio": "muzero_minatar_reanalyze",
+    }
+    name = saved.pop("script", None) or next((name for flag, name in flags_of.items() if flag in saved), "muzero_minatar")
+    script = require(name, "atari") if name == "muzero_atari_multigpu" else importlib.import_module(name)
+    unknown = sorted(set(saved) - {f.name for f in dataclasses.fields(script.Args)})
+    if unknown:
+        fail(f"--model {model_path}: {name}.py has no flags {', '.join(unknown)}: load it at the commit that saved it")
     args = script.Args(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()})
-    with open(model_path, "rb") as f:
-        params = flax.serialization.msgpack_restore(f.read())  # the saved tree itself: no template needed
-    num_actions = params["params"]["policy_head"]["Dense_1"]["bias"].shape[0]  # |A^a|
-    return script, args, script.make_network(args, num_actions), params
+    try:
+        with open(model_path, "rb") as f:
+            params = flax.serialization.msgpack_restore(f.read())  # the saved tree itself: no template needed
+        num_actions = params["params"]["policy_head"]["Dense_1"]["bias"].shape[0]  # |A^a|
+        net = script.make_network(args, num_actions)
+        expected = jax.eval_shape(partial(script.init_params, net, args), jax.random.PRNGKey(0))
+        if jax.tree.map(lambda x: x.shape, expected) != jax.tree.map(np.shape, params):
+            raise ValueError(f"its parameters are not those of {name}.py's network with the flags in {model_path}.json")
+    except Exception as e:
+        fail(f"--model {model_path}: not a whole model of {name}.py ({type(e).__name__}: {e})")
+    return script, args, net, params
 
 
 def evaluate(model_path: str, eval_episodes: int = 10, seed: int = 0, opponent: str = "random"):
@@ -502,7 +521,7 @@ class Tree:
 
 
 def run_tree(cfg: Tree):
-    import graphviz
+    graphviz = require("graphviz", "tools")
 
     if cfg.step < 0 or cfg.simulations < 0:
         fail(f"--step and --simulations must be non-negative (got {cfg.step}, {cfg.simulations})")
@@ -520,8 +539,9 @@ def run_tree(cfg: Tree):
     graph = tree_graph(nodes, recording.action_names, title)
     graph.save(out + ".dot")
     try:
+        png = graph.pipe(format="png")  # before the file is opened: no empty PNG without `dot`
         with open(out + ".png", "wb") as f:
-            f.write(graph.pipe(format="png"))
+            f.write(png)
         print(f"{out}.dot, {out}.png")
     except graphviz.ExecutableNotFound:
         print(f"{out}.dot (install graphviz's `dot` for the PNG: apt-get install graphviz)")
@@ -599,6 +619,8 @@ class Audit:
 
 
 def run_audit(cfg: Audit):
+    if not cfg.models:
+        fail("--models: give one or more saved models")
     if cfg.positions <= 0 or cfg.games <= 0 or cfg.simulations < 0:
         fail(
             f"--positions and --games must be positive, --simulations non-negative (got {cfg.positions}, "
@@ -669,7 +691,7 @@ class Tsne:
 
 
 def run_tsne(cfg: Tsne):
-    from sklearn.manifold import TSNE
+    TSNE = require("sklearn.manifold", "tools").TSNE
 
     if cfg.positions <= 1 or cfg.games <= 0 or not 0 < cfg.perplexity < cfg.positions:
         fail(
@@ -736,6 +758,8 @@ class Budget:
 
 
 def run_budget(cfg: Budget):
+    if not cfg.models:
+        fail("--models: give one or more saved models")
     if cfg.episodes <= 0 or min(cfg.simulations) <= 0:
         fail(f"--episodes and every --simulations must be positive (got {cfg.episodes}, {cfg.simulations})")
     agents = [load_model(m) for m in cfg.models]  # every model checked before the first evaluation
@@ -890,7 +914,7 @@ def game_title(env_id: str) -> str:
 class Commit:
     """Prints the commit a benchmark run starts at ("+changes" if code differs from it)."""
 
-    out: str = "docs/benchmark/muzero_minatar"
+    out: str
     """the benchmark's output folder (its uncommitted results do not count as changes)"""
 
 
@@ -911,7 +935,8 @@ class Collect:
     """the run's directory, runs/{env_id}__{exp_name}__{seed}__{time}"""
     wall_time: float
     """the run's wall time in seconds"""
-    out: str = "docs/benchmark/muzero_minatar"
+    out: str
+    """the benchmark's output folder (e.g. docs/benchmark/muzero_minatar)"""
     commit: str | None = None
     """the commit the run ran at (default: the newest one before the run's start time in its name)"""
     cpu_steal: float | None = None
@@ -920,6 +945,8 @@ class Collect:
 
 def run_collect(cfg: Collect):
     run_name = os.path.basename(os.path.normpath(cfg.run_dir))
+    if len(run_name.split("__")) != 4 or not glob.glob(os.path.join(cfg.run_dir, "events.out.tfevents.*")):
+        fail(f"--run-dir {cfg.run_dir}: not a run (runs/{{env_id}}__{{exp_name}}__{{seed}}__{{time}} with its event files)")
     env_id, exp_name, seed, start = run_name.split("__")
     seed = int(seed)
     events = EventAccumulator(cfg.run_dir, size_guidance={"scalars": 0, "tensors": 0})
@@ -999,10 +1026,13 @@ class Report:
     `{out}/win_rates.png` (both win rates against plies and against wall-clock minutes, every seed) and
     `{out}/results.md`."""
 
-    out: str = "docs/benchmark/muzero_minatar"
+    out: str
+    """a folder written by collect"""
 
 
 def run_report(cfg: Report):
+    if not any(os.path.isfile(os.path.join(cfg.out, name)) for name in ("runs.csv", "win_rates.csv")):
+        fail(f"--out {cfg.out}: no runs.csv there (a folder that collect wrote)")
     if os.path.exists(os.path.join(cfg.out, "win_rates.csv")):
         return report_win_rates(cfg.out)
     out = cfg.out
@@ -1126,7 +1156,8 @@ class RandomReturns:
     (MinAtar: step limits, sticky actions off; Atari: whole games, sticky actions, --fire-steps): the floor a
     learning curve starts from (`{out}/random.csv`, drawn by `report`)."""
 
-    out: str = "docs/benchmark/muzero_minatar"
+    out: str
+    """where random.csv goes (e.g. docs/benchmark/muzero_minatar)"""
     env_ids: tuple[str, ...] = ("Asterix", "Breakout", "Freeway", "SpaceInvaders")
     """MinAtar games, or envpool's Atari ids (e.g. Breakout-v5 Pong-v5)"""
     episodes: int = 200
@@ -1262,6 +1293,8 @@ class CpuLines:
     one row per script in `{out}/cpu_lines.csv` (machine line, identical yes/no, commit, note), then the
     table `{out}/cpu_lines.md` that the reproducibility page shows. Without --scripts it only redraws the table."""
 
+    out: str
+    """where cpu_lines.csv and cpu_lines.md go (docs/benchmark/reproducibility)"""
     scripts: tuple[str, ...] = ()
     """the scripts whose golden runs were checked here"""
     identical: Literal["yes", "no"] = "yes"
@@ -1270,7 +1303,6 @@ class CpuLines:
     """how it was checked, or which series differ"""
     machine: str = ""
     """the machine line, if not this machine's (e.g. an emulated CPU)"""
-    out: str = "docs/benchmark/reproducibility"
 
 
 def run_cpu_lines(cfg: CpuLines):
@@ -1322,4 +1354,6 @@ TOOLS = {
 
 if __name__ == "__main__":
     cfg = tyro.extras.subcommand_cli_from_dict({name: cls for name, (cls, _) in TOOLS.items()})
+    if getattr(cfg, "out", ""):  # before any work: a file path's folder (episode, tree) or the output folder
+        check_folder(f"--out {cfg.out}", os.path.dirname(cfg.out) or "." if isinstance(cfg, (Episode, Tree)) else cfg.out)
     next(run for cls, run in TOOLS.values() if isinstance(cfg, cls))(cfg)

@@ -4,6 +4,7 @@ skeleton it shares with muzero_minatar.py is tested in test_devices.py."""
 
 import glob
 import os
+import signal
 from functools import partial
 
 import jax
@@ -12,7 +13,7 @@ import pytest
 
 import muzero_atari_multigpu as ma
 import muzero_tools as tools
-from test_runs import assert_refused, run_together, scalars
+from test_runs import resume_to_the_end, run_together, scalars, stop
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 ENV2 = {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
@@ -122,6 +123,7 @@ RUN = [
     *"--eval-interval 384 --seed 3 --save-model --num-envs 2".split(),
 ]
 MODEL = "muzero_atari_multigpu.muzero_model"
+THREADS = "--num-actor-threads 2 --actor-device-ids 0 1 --learner-device-ids 0 1".split()
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +134,7 @@ def threaded_run(tmp_path_factory):
     run_together(
         [
             (
-                [*RUN, "--num-actor-threads", "2", "--actor-device-ids", "0", "1", "--learner-device-ids", "0", "1"],
+                [*RUN, *THREADS],
                 d,
                 ma.__file__,
                 ENV2,
@@ -156,6 +158,19 @@ def test_a_threaded_run_logs_both_threads_and_saves_a_model_that_plays(threaded_
     assert returns.shape == (2,) and (returns >= 0).all()
 
 
+def test_resume_after_kill_replays_the_games_and_ends_as_the_uninterrupted_run(threaded_run, tmp_path):
+    """envpool cannot save an emulator: a resumed actor thread rebuilds its games from their seeds and the actions
+    played since, so the run ends exactly as the uninterrupted one (every logged value, the parameters bit for bit)."""
+    flags = [*RUN, *THREADS, "--checkpoint-interval", "64"]  # a checkpoint after every iteration of 64 steps
+    run_dir, stopped_at = stop(tmp_path, signal.SIGKILL, flags, 4, ma, ENV2, steps=64)
+    resume_to_the_end(tmp_path, run_dir, flags, stopped_at, ma, ENV2, steps=64)
+    tags = ("losses/", "charts/episodic", "charts/eval_episodic", "charts/root_value", "charts/policy_entropy")
+    assert scalars(run_dir, tags) == scalars(threaded_run, tags)
+    params = tools.load_model(os.path.join(run_dir, MODEL))[3]
+    for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(tools.load_model(os.path.join(threaded_run, MODEL))[3])):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_golden_run_muzero_atari_multigpu(threaded_run, golden):
     golden(
         "muzero_atari_multigpu",
@@ -164,14 +179,7 @@ def test_golden_run_muzero_atari_multigpu(threaded_run, golden):
             "python",
             "muzero_atari_multigpu.py",
             *RUN,
-            "--num-actor-threads",
-            "2",
-            "--actor-device-ids",
-            "0",
-            "1",
-            "--learner-device-ids",
-            "0",
-            "1",
+            *THREADS,
         ],
         scalars(
             threaded_run,
@@ -186,14 +194,3 @@ def test_golden_run_muzero_atari_multigpu(threaded_run, golden):
             ),
         ),
     )
-
-
-@pytest.mark.parametrize(
-    "flags, named",
-    [
-        (["--env-id", "CartPole-v1"], "--env-id"),
-        (["--resolution", "40"], "--resolution"),
-    ],
-)
-def test_bad_atari_flags_exit_with_a_message(tmp_path, monkeypatch, capsys, flags, named):
-    assert_refused(ma, flags, named, tmp_path, monkeypatch, capsys)

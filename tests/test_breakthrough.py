@@ -15,7 +15,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import muzero_breakthrough as bt
 import muzero_tools as tools
-from test_runs import assert_refused, scalars
+from test_runs import scalars
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 
@@ -289,16 +289,3 @@ def test_self_play_smoke_run_writes_events_checkpoint_models_and_a_playable_mode
     )
     with open(out / "win_rates.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.mark.parametrize(
-    "flags, named",
-    [
-        (["--eval-games", "3"], "--eval-games"),
-        (["--board-size", "2"], "--board-size"),
-        (["--eval-mcts-simulations", "0"], "--eval-mcts-simulations"),
-        (["--random-move-prob", "1.5"], "--random-move-prob"),
-    ],
-)
-def test_bad_flags_exit_with_a_message(tmp_path, monkeypatch, capsys, flags, named):
-    assert_refused(bt, flags, named, tmp_path, monkeypatch, capsys)

@@ -356,27 +356,6 @@ def test_budget_checks_every_model_before_the_first_evaluation(tmp_path, monkeyp
     assert stopped.value.code == 2 and evaluations == [] and not (tmp_path / "budget").exists()
 
 
-@pytest.mark.parametrize(
-    "tool, flags, named",
-    [
-        ("tree", ["--model", "missing.muzero_model"], "--model"),
-        ("budget", ["--models", "m", "--simulations", "0", "4"], "--simulations"),
-        ("audit", ["--models", "m", "--positions", "0"], "--positions"),
-    ],
-)
-def test_bad_tool_flags_exit_2_with_the_flag_named(tmp_path, monkeypatch, capsys, tool, flags, named):
-    import runpy
-    import sys
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", [tools.__file__, tool, *flags])
-    with pytest.raises(SystemExit) as exit_:  # the command line, in this process
-        runpy.run_path(tools.__file__, run_name="__main__")
-    stderr = capsys.readouterr().err
-    assert exit_.value.code == 2 and named in stderr and "Traceback" not in stderr, stderr
-    assert list(tmp_path.iterdir()) == []
-
-
 def test_random_policy_returns_are_seeded_and_at_the_floor(tmp_path):
     """The random policy's MinAtar returns (the benchmark tables' floor): one row per game, the same twice."""
     tables = []

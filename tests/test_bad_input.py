@@ -1,0 +1,157 @@
+"""Bad input as a hostile new user gives it: every script and tool refuses it before anything is compiled or written,
+with exit status 2 and a message naming the flag (the command line runs in this process)."""
+
+import json
+import os
+import pickle
+import runpy
+import sys
+
+import pytest
+
+import muzero_atari_multigpu as ma
+import muzero_breakthrough as bt
+import muzero_minatar as m
+import muzero_minatar_reanalyze as r
+import muzero_tools as tools
+from test_runs import assert_refused
+from test_tools import small_agent
+
+
+def finished_run(cwd):
+    """A run directory whose run has finished."""
+    os.makedirs(cwd / "runs" / "done")
+    (cwd / "runs" / "done" / m.FINISHED_FILE).write_text('{"step": 1024, "updates": 4}')
+
+
+def other_scripts_checkpoint(cwd):
+    """A checkpoint of the reanalyze script, with this script's default flags."""
+    os.makedirs(cwd / "runs" / "other")
+    with open(cwd / "runs" / "other" / m.CHECKPOINT_FILE, "wb") as f:
+        pickle.dump(dict(script="muzero_minatar_reanalyze", args=dict(vars(m.Args(resume="runs/other")))), f)
+
+
+def runs_is_a_file(cwd):
+    (cwd / "runs").write_text("not a folder")
+
+
+MEMORY = "GiB, mostly for "  # check_memory's message: the flag that needs the most memory comes first
+CASES = [  # (script, command-line flags, what the message must name, what is on disk before)
+    (m, "--env-id Pong", "--env-id", None),
+    (m, "--num-envs 0", "--num-envs", None),
+    (m, "--replay-ratio 0", "--replay-ratio", None),
+    (m, "--batch-size 512 --buffer-size 256 --num-envs 4 --num-steps 8", "--batch-size", None),
+    (m, "--learning-starts 1000000000", "--learning-starts", None),
+    (m, "--gamma 1.5", "--gamma", None),
+    (m, "--total-timesteps 100", "--total-timesteps", None),
+    (m, "--max-episode-steps 0", "--max-episode-steps", None),
+    (m, "--seed -1", "--seed", None),
+    (m, "--seed 4294967296", "--seed", None),  # JAX's 32-bit keys would silently wrap it to 0
+    (m, "--exp-name a/b", "--exp-name", None),
+    (m, "--exp-name " + "x" * 300, "--exp-name", None),  # the run's directory name would be too long
+    (m, "--replay-ratio 1000", "--replay-ratio", None),  # 4,000 updates per iteration, silent for minutes
+    (m, "--value-coef nan", "--value-coef must be a finite number", None),
+    (m, "--learning-rate inf", "--learning-rate must be a finite number", None),
+    (m, "--consistency-coef inf", "--consistency-coef", None),
+    (m, "--priority-epsilon -1", "--priority-epsilon must be positive", None),
+    (m, "--priority-exponent nan", "--priority-exponent", None),
+    (m, "--importance-exponent 2", "--importance-exponent", None),
+    (m, "--pb-c-init -5", "--pb-c-init must be non-negative", None),
+    (m, "--dirichlet-alpha inf", "--dirichlet-alpha", None),
+    (m, "--gumbel-scale nan", "--gumbel-scale", None),
+    (m, "--buffer-size 1000000000000", MEMORY + "--buffer-size", None),
+    (m, "--num-simulations 100000000", MEMORY + "--num-simulations", None),
+    (m, "--support-size 100000000", MEMORY + "--channels/--head-hidden/--support-size", None),
+    (m, "--num-processes 2 --coordinator-address localhost", "--coordinator-address", None),
+    (m, "--distributed-timeout 0", "--distributed-timeout", None),
+    (m, "", "runs/", runs_is_a_file),
+    (m, "--resume runs/nothing", "--resume", None),
+    (m, "--resume runs/done", "the run has finished", finished_run),
+    (m, "--resume runs/other", "written by muzero_minatar_reanalyze.py", other_scripts_checkpoint),
+    (r, "--reanalyze-ratio 1", "--reanalyze-ratio", None),
+    (r, "--reanalyze-pb-c-init nan", "--reanalyze-pb-c-init", None),
+    (r, "--reanalyze-pb-c-init -1", "--reanalyze-pb-c-init", None),
+    (r, "--learning-rate nan", "--learning-rate", None),
+    (bt, "--eval-games 3", "--eval-games", None),
+    (bt, "--board-size 2", "--board-size", None),
+    (bt, "--board-size 1000", MEMORY, None),
+    (bt, "--eval-mcts-simulations 0", "--eval-mcts-simulations", None),
+    (bt, "--random-move-prob 1.5", "--random-move-prob", None),
+    (bt, "--value-coef nan", "--value-coef", None),
+    (ma, "--env-id CartPole-v1", "--env-id", None),
+    (ma, "--resolution 40", "--resolution", None),
+    (ma, "--buffer-size 1000000000000", MEMORY + "--buffer-size", None),
+    (ma, "--learning-rate inf", "--learning-rate", None),
+]
+
+
+@pytest.mark.parametrize(
+    "script, flags, named, setup", CASES, ids=[f"{s.__name__[7:]} {f[:40]} {n[-25:]}" for s, f, n, _ in CASES]
+)
+def test_bad_input_exits_2_naming_the_flag_and_writes_nothing(tmp_path, monkeypatch, capsys, script, flags, named, setup):
+    if setup:
+        setup(tmp_path)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert_refused(script, flags.split(), named, tmp_path, monkeypatch, capsys, runs_dir_allowed=setup is not None)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def files(root):
+    return {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def saved_model(truncate: bool = False, **flags):
+    """A setup that saves a small model of muzero_minatar.py as m.muzero_model, truncated or with other flags in its
+    .json, and a file named `taken`."""
+
+    def setup(cwd):
+        args, _, params = small_agent(m)
+        m.save_model(str(cwd / "m.muzero_model"), args, params)
+        saved = json.loads((cwd / "m.muzero_model.json").read_text())
+        (cwd / "m.muzero_model.json").write_text(json.dumps({**saved, **flags}))
+        if truncate:
+            (cwd / "m.muzero_model").write_bytes((cwd / "m.muzero_model").read_bytes()[:100])
+        (cwd / "taken").write_text("a file")
+
+    return setup
+
+
+def no_statsmodels(cwd):
+    sys.modules["statsmodels.api"] = None  # its import fails (the test puts sys.modules back)
+
+
+def no_graphviz(cwd):
+    saved_model()(cwd)
+    sys.modules["graphviz"] = None
+
+
+TOOL_CASES = [  # (tool, flags, what the message must name, what is on disk or missing before)
+    ("tree", "--model missing.muzero_model", "--model", None),
+    ("budget", "--models m --simulations 0 4", "--simulations", None),
+    ("budget", "--models", "--models", None),  # no model: it used to write an empty table, then fail
+    ("budget", "--models m.muzero_model --out taken", "--out taken", saved_model()),  # (after every evaluation)
+    ("audit", "--models m --positions 0", "--positions", None),
+    ("collect", "--run-dir runs/x --wall-time 1", "--out", None),  # no default: it used to write to docs/
+    ("collect", "--run-dir runs/nothing --wall-time 1 --out o", "--run-dir", None),
+    ("report", "--out nothing", "--out", None),
+    ("episode", "--model m.muzero_model", "not a whole model of muzero_minatar.py", saved_model(truncate=True)),
+    ("episode", "--model m.muzero_model", "not a whole model of muzero_minatar.py", saved_model(channels=2)),
+    ("episode", "--model m.muzero_model", "muzero_minatar.py has no flags board_size", saved_model(board_size=5)),
+    ("ladder", "--run-dir runs/x", "pip install -e '.[tools]'", no_statsmodels),  # (after the whole tournament)
+    ("tree", "--model m.muzero_model", "pip install -e '.[tools]'", no_graphviz),
+]
+
+
+@pytest.mark.parametrize("tool, flags, named, setup", TOOL_CASES, ids=[f"{t} {n[-30:]}" for t, _, n, _ in TOOL_CASES])
+def test_bad_tool_input_exits_2_naming_the_flag_and_writes_nothing(tmp_path, monkeypatch, capsys, tool, flags, named, setup):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    if setup:
+        setup(tmp_path)
+    before = files(tmp_path)
+    monkeypatch.setattr(sys, "argv", [tools.__file__, tool, *flags.split()])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_path(tools.__file__, run_name="__main__")
+    stderr = capsys.readouterr().err
+    assert exit_.value.code == 2 and named in stderr and "Traceback" not in stderr, stderr
+    assert files(tmp_path) == before

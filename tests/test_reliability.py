@@ -1,0 +1,142 @@
+"""How runs end: a full disk, a failing thread, a peer that never joins. Each leaves what it should, and exits with
+the status a scheduler expects (Ctrl-C, SIGTERM and SIGKILL with a resume: test_runs.py)."""
+
+import dataclasses
+import errno
+import glob
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import jax
+import pytest
+import tyro
+
+import muzero_minatar as m
+from test_runs import CHECKPOINTED, ENV, SMALL_RUN, checkpoint_iteration, run
+
+
+class FullDisk:
+    """A file on a full disk: half of the first write lands, then ENOSPC."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def write(self, data):
+        self.f.write(data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def test_a_full_disk_keeps_the_last_checkpoint_whole_and_says_where_it_is(tmp_path, monkeypatch, capsys):
+    """The disk fills once the first checkpoint is written: the second checkpoint and the model saved on the way out
+    fail, no partial file is left, and the first checkpoint is whole and resumable."""
+
+    def open_(path, mode="r", *a, **k):
+        f = open(path, mode, *a, **k)
+        full = "w" in mode and glob.glob(str(tmp_path / "runs" / "*" / m.CHECKPOINT_FILE))
+        return FullDisk(f) if full else f
+
+    monkeypatch.setattr(m, "open", open_, raising=False)  # the script's own writes: checkpoint, model, its flags
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(OSError) as info:
+        m.main(tyro.cli(m.Args, args=CHECKPOINTED))
+    (run_dir,) = glob.glob(os.path.join("runs", "*"))
+    model = os.path.join(run_dir, "muzero_minatar.muzero_model")
+    assert info.value.errno == errno.ENOSPC and str(info.value).endswith("nothing was written")  # the model
+    errors, error = [], info.value
+    while error:  # the model's error, raised while the checkpoint's went up
+        errors, error = errors + [str(error)], error.__cause__ or error.__context__
+    checkpoint_error = f"{run_dir}/checkpoint.pkl could not be written (No space left on device); the previous"
+    assert any(checkpoint_error in e for e in errors), errors
+    assert f"checkpoint at step 256: --resume {run_dir} continues from it" in capsys.readouterr().out.splitlines()
+    assert sorted(os.listdir(run_dir)) == ["checkpoint.pkl"] + sorted(f for f in os.listdir(run_dir) if "events" in f)
+    monkeypatch.setattr(m, "open", open)
+    assert checkpoint_iteration(os.path.join(run_dir, "checkpoint.pkl")) == 1
+    args = tyro.cli(m.Args, args=[*CHECKPOINTED, "--resume", run_dir])
+    assert m.read_checkpoint(args)["progress"].num_updates == 0  # learning starts at 256 steps: no update before
+    assert not os.path.exists(model)
+
+
+def test_a_model_saved_on_a_full_disk_leaves_the_previous_model_whole(tmp_path, monkeypatch):
+    args = tyro.cli(m.Args, args=SMALL_RUN)
+    params = m.init_params(m.make_network(args, 4), args, jax.random.PRNGKey(0))
+    path = str(tmp_path / "muzero_minatar.muzero_model")
+    m.save_model(path, args, params)
+    before = {name: open(tmp_path / name, "rb").read() for name in os.listdir(tmp_path)}
+    monkeypatch.setattr(m, "open", lambda *a, **k: FullDisk(open(*a, **k)), raising=False)
+    with pytest.raises(OSError, match="the previous .* is whole"):
+        m.save_model(path, dataclasses.replace(args, seed=4), jax.tree.map(lambda x: x + 1, params))
+    assert {name: open(tmp_path / name, "rb").read() for name in os.listdir(tmp_path)} == before  # no .tmp either
+
+
+def test_a_process_whose_peers_do_not_join_stops_with_exit_1_naming_them(tmp_path):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    flags = f"--num-processes 2 --process-id 1 --coordinator-address 127.0.0.1:{port} --distributed-timeout 3"
+    start = time.time()
+    out = run(flags.split(), tmp_path, timeout=120)
+    assert out.returncode == 1 and time.time() - start < 60
+    assert f"process 1: process 0 (the coordinator, 127.0.0.1:{port}) has not joined within --distributed-timeout 3 s" in (
+        out.stderr
+    )
+    assert os.listdir(tmp_path) == []
+
+
+FAILURES = {  # a BaseException, not an Exception: the kind of error that used to leave the other thread waiting forever
+    "actor": """
+real_step = m.MinAtarVecEnv.step
+def step(self, actions):  # the actor's first environment step raises, before it ever fetches parameters
+    if threading.current_thread() is not threading.main_thread():
+        raise Boom("actor")
+    return real_step(self, actions)
+m.MinAtarVecEnv.step = step
+""",
+    "learner": """
+def add(self, segments, priorities):  # the learner fails on its first rollout while the actor works on the next ones
+    raise Boom("learner")
+m.Replay.add = add
+""",
+}
+
+
+@pytest.mark.parametrize("where", ["actor", "learner"])
+def test_a_thread_that_dies_ends_the_run_with_exit_1_in_bounded_time(tmp_path, where):
+    code = (
+        "import atexit, threading, tyro, muzero_minatar as m\nclass Boom(BaseException): pass\n"
+        + FAILURES[where]
+        + "atexit.register(lambda: print('threads at exit:', [t.name for t in threading.enumerate()]))\n"
+        + f"m.main(tyro.cli(m.Args, args={[*SMALL_RUN, '--eval-episodes', '0', '--save-model']}))"
+    )
+    start = time.time()
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert time.time() - start < 300  # compiling included; before, the learner blocked forever
+    # exit 1 with the error, not an abort (134) of a thread still inside XLA at exit
+    assert out.returncode == 1 and f"Boom: {where}" in out.stderr and "Fatal Python error" not in out.stderr, out.stderr
+    assert "threads at exit: ['MainThread']" in out.stdout  # the actor thread was joined before the error went up
+    if where == "learner":  # it failed before its first update: there is nothing to save
+        assert "saved" not in out.stdout and not glob.glob(str(tmp_path / "runs" / "*" / "*.muzero_model"))
+
+
+def test_steps_per_second_after_a_resume_count_the_steps_since_it():
+    logged = {}
+
+    class Writer:
+        def add_scalar(self, tag, value, step):
+            logged[tag] = value
+
+    rollout = m.Rollout(None, [], [], {"stats/actor_params_queue_wait": 0.0}, None)
+    now = time.time()  # resumed at step 1024 ten seconds ago, now at step 1280
+    m.log_iteration(Writer(), m.Progress(0), [rollout], [], 1280, (now - 10, 1024, now, now, now), console=False)
+    assert 24 <= logged["charts/SPS"] <= 25.6  # 256 steps in 10 s, not 1280
