@@ -140,3 +140,9 @@ def test_steps_per_second_after_a_resume_count_the_steps_since_it():
     now = time.time()  # resumed at step 1024 ten seconds ago, now at step 1280
     m.log_iteration(Writer(), m.Progress(0), [rollout], [], 1280, (now - 10, 1024, now, now, now), console=False)
     assert 24 <= logged["charts/SPS"] <= 25.6  # 256 steps in 10 s, not 1280
+
+
+def test_the_atari_script_without_envpool_exits_with_the_install_line(tmp_path):
+    code = "import sys; sys.modules['envpool'] = None; import muzero_atari_multigpu"  # as if it were not installed
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "envpool is not installed: pip install -e '.[atari]'" in out.stderr, out.stderr

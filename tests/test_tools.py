@@ -264,7 +264,7 @@ def test_a_search_through_an_illegal_move_is_marked_as_a_delusion_and_a_legal_on
     assert [n["delusion"] for n in tools.mark_delusions(hand, ended)] == [False, False, True, False]
 
 
-def test_tree_tool_draws_every_node_with_its_numbers_and_delusions_in_red(tmp_path):
+def test_tree_tool_draws_every_node_with_its_numbers_and_delusions_in_red(tmp_path, monkeypatch):
     import muzero_breakthrough as bt
 
     args, net, params = small_agent(bt, eval_num_simulations=24, planner="muzero")
@@ -279,6 +279,9 @@ def test_tree_tool_draws_every_node_with_its_numbers_and_delusions_in_red(tmp_pa
     assert deluded and all(n["depth"] >= 2 for n in deluded)  # the root's moves are OpenSpiel's legal ones
     first = next(n for n in nodes if n["depth"] == 1)
     assert f"#{first['index']}\\nR {first['R']:+.2f}\\nV {first['V']:+.2f}\\nN {first['N']}" in dot
+    monkeypatch.setenv("PATH", str(tmp_path))  # without graphviz's `dot`: the .dot file and no (empty) PNG
+    tools.run_tree(tools.Tree(model=str(tmp_path / "m.muzero_model"), step=3, opponent="random", out=str(tmp_path / "t")))
+    assert (tmp_path / "t.dot").read_text() == dot and not (tmp_path / "t.png").exists()
 
 
 def test_audit_and_tsne_measure_self_play_positions_of_both_players(tmp_path):
