@@ -315,17 +315,20 @@ def stop(d, sig, flags, stop_after, script=m, env=ENV, steps=256):
     written, then sends it `sig`: SIGKILL leaves no new model, Ctrl-C and SIGTERM exit 130 and 143 with the model
     saved. Returns the run directory and the iteration of its last checkpoint (the run may have written one more
     before the signal came)."""
-    proc = subprocess.Popen(
-        [sys.executable, script.__file__, *flags], cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    deadline = time.time() + 600
-    while time.time() < deadline and proc.poll() is None:
-        found = glob.glob(str(d / "runs" / "*" / "checkpoint.pkl"))
-        if found and checkpoint_iteration(found[0], script) >= stop_after:
-            os.kill(proc.pid, sig)
-            break
-        time.sleep(0.05)
-    stdout, stderr = proc.communicate(timeout=120)  # Ctrl-C and SIGTERM: within seconds, the model saved
+    with tempfile.TemporaryFile("w+") as err:  # (a pipe nobody reads could fill up and stall the run)
+        proc = subprocess.Popen(
+            [sys.executable, script.__file__, *flags], cwd=d, env=env, stdout=subprocess.PIPE, stderr=err, text=True
+        )
+        stdout = ""
+        for line in proc.stdout:  # the script prints a line as soon as a checkpoint is written
+            stdout += line
+            if line.startswith("checkpoint at step ") and int(line.split()[3][:-1]) >= steps * stop_after:
+                os.kill(proc.pid, sig)
+                break
+        stdout += proc.stdout.read()  # Ctrl-C and SIGTERM: within seconds, the model saved
+        proc.wait(timeout=120)
+        err.seek(0)
+        stderr = err.read()
     assert proc.returncode == (-sig if sig == signal.SIGKILL else 128 + sig), f"exit {proc.returncode}: {stderr[-3000:]}"
     (run_dir,) = glob.glob(str(d / "runs" / "*"))
     stopped_at = checkpoint_iteration(os.path.join(run_dir, "checkpoint.pkl"), script)
