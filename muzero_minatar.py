@@ -1144,7 +1144,7 @@ def read_checkpoint(args: Args) -> dict:
     """This process's checkpoint of `--resume`, refused with fail() if it is missing, broken or of other flags.
     (A checkpoint is a pickle: load only your own.)"""
     path = os.path.join(process_dir(args.resume, args), CHECKPOINT_FILE)
-    if os.path.isfile(os.path.join(process_dir(args.resume, args), FINISHED_FILE)):
+    if os.path.isfile(os.path.join(os.path.dirname(path), FINISHED_FILE)):
         fail(f"--resume {args.resume}: the run has finished (see its {FINISHED_FILE}): there is nothing to continue")
     if not os.path.isfile(path):
         fail(f"--resume {args.resume}: no checkpoint there ({path}; runs write them with --checkpoint-interval N)")
@@ -1456,8 +1456,8 @@ def main(args: Args):
             log_iteration(writer, p, rollouts, replays, global_step, (start_time, start_step, wait, got, put), console)
             if rollouts[0].snapshot is not None:
                 writer = save_checkpoint(writer, args, wandb_id, p, state, replays, acting_params, rollouts, global_step)
-        with open(os.path.join(run_dir, FINISHED_FILE), "w") as f:  # --resume refuses a finished run
-            json.dump(dict(step=num_iterations * steps_per_iteration, updates=p.num_updates), f)
+        finished = dict(step=num_iterations * steps_per_iteration, updates=p.num_updates)  # --resume refuses it
+        atomic_write(os.path.join(run_dir, FINISHED_FILE), lambda f: f.write(json.dumps(finished).encode()))
     finally:  # threads joined first (no thread inside XLA at exit); with --save-model nothing trained is lost
         learner_done.set()
         for actor in actors:
