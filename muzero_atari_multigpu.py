@@ -732,7 +732,6 @@ class Targets(NamedTuple):
     values: jax.Array  # (K+1,) G^N_c .. G^N_{c+K}
     policies: jax.Array  # (K+1, |A^a|) p*_c .. p*_{c+K}
     consistency_mask: jax.Array  # () 1 unless c is the episode's last step
-    priority: jax.Array  # () |v*_c - G^N_c|
 
 
 def history_at(window: dict, center: int, history_length: int):
@@ -746,26 +745,35 @@ def history_at(window: dict, center: int, history_length: int):
     return stack_history(frames[None], acts[None], window["policy"].shape[-1])[0]
 
 
-def compute_targets(window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float) -> Targets:
-    """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis)."""
-    L, K, N = history_length, unroll_steps, td_steps
-    c = L
-    num_actions = window["policy"].shape[-1]
+def value_targets(window: dict, c: int, unroll_steps: int, td_steps: int, gamma: float):
+    """The value side of position c's targets: the mask of c's episode in the window (False after its last step), its
+    rewards (0 elsewhere), v* (0 at and after its last step) and the returns G^N_c .. G^N_{c+K}. Reads only the
+    window's PRIORITY_FIELDS."""
+    K, N = unroll_steps, td_steps
     episode = jnp.cumsum(window["is_first"])
     same = episode == episode[c]  # steps of c's episode; everything after its last step is False
-    actions = jnp.where(same, window["action"], 0)
     rewards = jnp.where(same, window["reward"], 0.0)
     alive = same & ~window["is_last"]  # v* = 0 at and after the end
     values = jnp.where(alive, window["value"], 0.0)
     bootstrap_values = values[c + N : c + K + N + 1]
-    dummy = jax.nn.one_hot(0, num_actions)
-    policies = jnp.where(same[:, None], window["policy"], dummy)
     discount = gamma  # per step
     discounts = discount ** jnp.arange(N)
     # G^N_j = sum_{n<N} gamma^n r_{j+n+1} + gamma^N v_{j+N}, for j = c .. c+K
     returns = jnp.stack(
         [jnp.sum(discounts * rewards[j + 1 : j + N + 1]) + discount**N * bootstrap_values[j - c] for j in range(c, c + K + 1)]
     )
+    return same, rewards, values, returns
+
+
+def compute_targets(window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float) -> Targets:
+    """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis)."""
+    L, K, N = history_length, unroll_steps, td_steps
+    c = L
+    num_actions = window["policy"].shape[-1]
+    same, rewards, values, returns = value_targets(window, c, K, N, gamma)
+    actions = jnp.where(same, window["action"], 0)
+    dummy = jax.nn.one_hot(0, num_actions)
+    policies = jnp.where(same[:, None], window["policy"], dummy)
     return Targets(
         stacked=history_at(window, c, L),
         next_stacked=history_at(window, c + 1, L),
@@ -774,7 +782,6 @@ def compute_targets(window: dict, history_length: int, unroll_steps: int, td_ste
         values=returns,
         policies=policies[c : c + K + 1],
         consistency_mask=(~window["is_last"][c]).astype(jnp.float32),
-        priority=jnp.abs(values[c] - returns[0]),
     )
 
 
@@ -885,10 +892,26 @@ def batched_targets(args: Args):
     return jax.vmap(partial(compute_targets, **kw, gamma=args.gamma))
 
 
+PRIORITY_FIELDS = ("reward", "value", "is_first", "is_last")  # all that value_targets reads
+
+
+def make_priority_fn(args: Args):
+    """|v*_c - G^N_c| of each window of a batch (B, L+K+N+1) of PRIORITY_FIELDS (4.3.14)."""
+
+    def priority(window):
+        c = args.history_length
+        _, _, values, returns = value_targets(window, c, args.unroll_steps, args.td_steps, args.gamma)
+        return jnp.abs(values[c] - returns[0])
+
+    return jax.jit(jax.vmap(priority))
+
+
 def add_with_priorities(replay: Replay, segments: dict, priority_fn):
-    """Stores segments (the fields of empty_segments) with the priority |v* - G^N| of each position (4.3.14)."""
+    """Stores segments (the fields of empty_segments) with the priority of each position from make_priority_fn, which
+    is given the PRIORITY_FIELDS of the windows only (no frames)."""
     n, S = len(segments["valid"]), replay.S
-    windows = gather_windows(segments, *np.divmod(np.arange(n * S), S), replay.window)  # (segment, position) pairs
+    fields = {k: segments[k] for k in PRIORITY_FIELDS}
+    windows = gather_windows(fields, *np.divmod(np.arange(n * S), S), replay.window)  # (segment, position) pairs
     replay.add(segments, np.asarray(priority_fn(windows)).reshape(n, S))
 
 
@@ -1481,7 +1504,7 @@ def main(args: Args):
     act_fn = make_act_fn(net, train_planner, args.gamma)
     eval_act_fn = make_act_fn(net, test_planner, args.gamma, keep_tree=args.capture_video)
     update_fn = make_update_fn(net, args, optimizer)
-    priority_fn = jax.jit(lambda window: batched_targets(args)(window).priority)
+    priority_fn = make_priority_fn(args)
     capacity = args.buffer_size // G // args.num_steps  # segments per replay
     replays = [Replay(args, capacity, probe.obs_shape, probe.num_actions, (args.seed, g)) for g in threads]
 

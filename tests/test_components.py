@@ -141,6 +141,12 @@ def targets(w):
     return m.compute_targets(w, history_length=2, unroll_steps=2, td_steps=3, gamma=0.5)
 
 
+def priority(w):
+    """|v*_c - G^N_c| of make_priority_fn, given the window's PRIORITY_FIELDS only (no frames, actions or policies)."""
+    priority_fn = m.make_priority_fn(m.Args(history_length=2, unroll_steps=2, td_steps=3, gamma=0.5))
+    return float(priority_fn({k: w[k][None] for k in m.PRIORITY_FIELDS})[0])
+
+
 def test_targets_bootstrap_inside_one_episode():
     w = window([1, 0, 0, 0, 0, 0, 0, 0], [0] * 8, [2, 3, 1, 2, 3, 1, 2, 3], [0, 7, 0, 1, 2, 5, 6, 4])
     t = targets(w)  # c = 2
@@ -149,7 +155,7 @@ def test_targets_bootstrap_inside_one_episode():
     np.testing.assert_array_equal(t.actions, [1, 2])
     np.testing.assert_array_equal(t.rewards, [1, 2])
     np.testing.assert_allclose(t.policies, w["policy"][2:5])
-    assert float(t.priority) == pytest.approx(abs(12 - 5.125))
+    assert priority(w) == pytest.approx(abs(12 - 5.125))
     assert float(t.consistency_mask) == 1.0
     planes, actions = t.stacked  # frames c-1, c; actions a_{c-2}, a_{c-1}
     np.testing.assert_allclose(planes, jnp.moveaxis(w["obs"][1:3, ..., 0], 0, -1))
@@ -165,7 +171,7 @@ def test_targets_across_an_episode_boundary():
     np.testing.assert_array_equal(t.rewards, [1, 0])  # nothing from the next episode
     np.testing.assert_allclose(t.policies[:2], w["policy"][2:4])
     np.testing.assert_allclose(t.policies[2], [1, 0, 0, 0])  # dummy policy beyond the end
-    assert float(t.priority) == pytest.approx(11.0)
+    assert priority(w) == pytest.approx(11.0)
     # history at c: zero frame and dummy actions before the episode's first step
     planes, actions = t.stacked
     np.testing.assert_allclose(planes, jnp.stack([jnp.zeros((2, 2)), w["obs"][2, ..., 0]], -1))

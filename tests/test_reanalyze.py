@@ -48,7 +48,7 @@ def played():
     rollout = rollouts.get_nowait()
     assert not isinstance(rollout, BaseException), rollout
     replay = r.Replay(dataclasses.replace(args, sampling="uniform"), 2, env.obs_shape, env.num_actions, seed=0)
-    r.add_with_priorities(replay, rollout.segments, jax.jit(lambda w: r.batched_targets(args)(w).priority))
+    r.add_with_priorities(replay, rollout.segments, r.make_priority_fn(args))
     return args, env, net, params, replay, r.make_reanalyze_fn(net, reanalyze, args)
 
 
