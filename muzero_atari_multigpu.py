@@ -45,6 +45,7 @@ from jax.experimental import multihost_utils
 from tensorboardX import SummaryWriter
 
 try:
+    import ale_py
     import envpool
 except ModuleNotFoundError as e:  # an optional dependency of the package
     raise SystemExit(f"{e.name} is not installed: pip install -e '.[atari]' (in the repository)") from e
@@ -92,13 +93,13 @@ class Args:
     episodic_life: bool = True
     """a lost life ends an episode for the targets while the game goes on (MuZero: off); evaluation plays whole games"""
     fire_steps: int = 2
-    """the first this many agent steps of every life allow only action 1, FIRE, to serve (0: off, for games without FIRE)"""
+    """in games with FIRE, the first this many agent steps of every life allow only FIRE, to serve (0: off)"""
     num_envs: int = 16
     """copies of the environment per actor thread, stepped as one batch"""
     num_steps: int = 32
     """steps per environment per actor iteration; also the length of one replay segment"""
     max_episode_steps: int = 27_000
-    """games are cut after this many agent steps, in training and evaluation (108k frames: the usual Atari cap)"""
+    """games are cut after this many agent steps (108k frames: the usual Atari cap); values bootstrap across the cut"""
 
     # Inputs and network (4.3.3-4.3.5, 5.1.2)
     history_length: int = 4
@@ -154,7 +155,7 @@ class Args:
     gamma: float = 0.997
     """discount (thesis: 0.997)"""
     buffer_size: int = 50_000
-    """replay capacity in agent steps over all actor threads (50k grey 96 x 96 steps: ~0.7 GB)"""
+    """replay capacity in agent steps over all actor threads (50k grey 96 x 96 steps, with segment overlap: ~0.73 GB)"""
     sampling: Literal["uniform", "proportional", "rank"] = "proportional"
     """how replay positions are drawn; priorities are |v* - G^N| (4.3.14)"""
     priority_exponent: float = 1.0
@@ -359,6 +360,18 @@ class Step(NamedTuple):
     is_first: np.ndarray  # (B,) bool
     is_last: np.ndarray  # (B,) bool; the policy still runs here, its action is the dummy one
     game_over: np.ndarray  # (B,) bool: is_last and the game ended (not only a life, with --episodic-life)
+    truncated: np.ndarray  # (B,) bool: is_last because the game was cut at --max-episode-steps (not a terminal state)
+
+
+def fire_action(env_id: str) -> int | None:
+    """The agent action of FIRE in the game's action set (envpool's: the emulator's minimal set), None if it has none;
+    read from envpool's ROM by the emulator (ALE)."""
+    config = envpool.make_spec(env_id).config
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+    ale = ale_py.ALEInterface()
+    ale.loadROM(os.path.join(config.base_path, "atari", "roms", f"{config.task}.bin"))
+    action_set = list(ale.getMinimalActionSet())
+    return action_set.index(ale_py.Action.FIRE) + 1 if ale_py.Action.FIRE in action_set else None
 
 
 def env_seeds(seed: int | tuple[int, ...], num_envs: int) -> np.ndarray:
@@ -372,7 +385,7 @@ class AtariVecEnv:
     """`num_envs` Atari games of envpool stepped as one batch. envpool resets a game at the step after
     its last (the thesis' unified main loop: that step's action is ignored, its reward is 0), so the
     stream never stops. With `episodic_life` a lost life is an episode's last step and the game goes on
-    after it (envpool's reset then only continues it)."""
+    after it (envpool's reset then only continues it). A game cut at --max-episode-steps is `truncated`."""
 
     def __init__(self, args: Args, num_envs: int, seed, episodic_life: bool):
         self.envs = envpool.make(
@@ -394,7 +407,8 @@ class AtariVecEnv:
         self.num_actions = self.envs.action_space.n + 1  # |A^a| = |A^e| + dummy
         c = 1 if args.gray_scale else 3
         self.obs_shape = (args.resolution, args.resolution, c)
-        self.fire_steps = args.fire_steps
+        self.fire = fire_action(args.env_id)
+        self.fire_steps = args.fire_steps if self.fire else 0
         self.last = None
         self.lives = np.zeros(num_envs, np.int64)
         self.to_fire = np.zeros(num_envs, np.int64)  # steps left in which only FIRE is legal
@@ -403,7 +417,7 @@ class AtariVecEnv:
         n = len(actions)
         if self.last is None:  # the first call starts every game
             obs, info = self.envs.reset()
-            reward, last, game_over = np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool)
+            reward, (last, game_over, truncated) = np.zeros(n, np.float32), np.zeros((3, n), bool)
             new_life = np.ones(n, bool)
         else:
             obs, reward, terminated, truncated, info = self.envs.step(np.maximum(actions - 1, 0))
@@ -416,17 +430,17 @@ class AtariVecEnv:
         first = np.ones(n, bool) if self.last is None else self.last
         self.last = last
         obs = np.moveaxis(obs, 1, -1)  # envpool's (C, H, W) -> (H, W, C)
-        return Step(obs, reward.astype(np.float32), first, last.copy(), game_over)
+        return Step(obs, reward.astype(np.float32), first, last.copy(), game_over, truncated)
 
     def legal_actions(self, is_last: np.ndarray) -> np.ndarray:
-        """Mask over agent actions: env actions before the end, only the dummy action at the end, only FIRE
-        (agent action 2) in the first --fire-steps steps of a life."""
+        """Mask over agent actions: env actions before the end (the actors count a cut game's last step as before it, to
+        bootstrap from its search), only the dummy action at the end, only FIRE in a life's first --fire-steps steps."""
         legal = np.ones((len(is_last), self.num_actions), bool)
         legal[:, 0] = is_last
         legal[:, 1:] = ~is_last[:, None]
-        serve = ~is_last & (self.to_fire > 0)
+        serve = ~self.last & (self.to_fire > 0)  # not at a cut game's last step either
         legal[serve, 1:] = False
-        legal[serve, 2] = True
+        legal[serve, self.fire] = True
         return legal
 
 
@@ -456,10 +470,10 @@ def action_planes(actions, num_actions: int, height: int, width: int):
 
 
 def stack_history(frames, actions, num_actions: int):
-    """frames (B, L, H, W, C) = o_{t-L+1..t}, actions (B, L) = a_{t-L..t-1}
-    -> (B, H, W, L*(C + |A^a|)) planes for the representation function."""
+    """frames (B, L, H, W, C) = o_{t-L+1..t} in pixel values 0-255, actions (B, L) = a_{t-L..t-1}
+    -> (B, H, W, L*(C + |A^a|)) planes for the representation function, the pixels scaled to [0, 1]."""
     b, L, h, w, c = frames.shape
-    frame_planes = jnp.moveaxis(frames, 1, 3).reshape(b, h, w, L * c)
+    frame_planes = jnp.moveaxis(frames / 255.0, 1, 3).reshape(b, h, w, L * c)
     act = jnp.moveaxis(action_planes(actions, num_actions, h, w), 1, 3).reshape(b, h, w, L * num_actions)
     return jnp.concatenate([frame_planes, act], axis=-1)
 
@@ -747,15 +761,18 @@ def history_at(window: dict, center: int, history_length: int):
 
 def value_targets(window: dict, c: int, unroll_steps: int, td_steps: int, gamma: float):
     """The value side of position c's targets: the mask of c's episode in the window (False after its last step), its
-    rewards (0 elsewhere), v* (0 at and after its last step) and the returns G^N_c .. G^N_{c+K}. Reads only the
-    window's PRIORITY_FIELDS."""
+    rewards (0 elsewhere), v* (0 at and after its last step, unless the game was cut there) and the returns
+    G^N_c .. G^N_{c+K}. Reads only the window's PRIORITY_FIELDS."""
     K, N = unroll_steps, td_steps
     episode = jnp.cumsum(window["is_first"])
     same = episode == episode[c]  # steps of c's episode; everything after its last step is False
     rewards = jnp.where(same, window["reward"], 0.0)
-    alive = same & ~window["is_last"]  # v* = 0 at and after the end
+    alive = same & (~window["is_last"] | window["truncated"])  # v* = 0 at and after the end; a cut game keeps its v*
     values = jnp.where(alive, window["value"], 0.0)
-    bootstrap_values = values[c + N : c + K + N + 1]
+    end = jnp.max(jnp.where(same, jnp.arange(len(values)), 0))  # the episode's last step in the window
+    n = jnp.minimum(N, end - jnp.arange(c, c + K + 1))  # steps to the bootstrap: N, or to the end (< 0: after it)
+    # gamma^(n-N) v_{j+n}: a cut game bootstraps from v* at the cut, a game that ended from 0; 0 after the end
+    bootstrap_values = jnp.where(n >= 0, gamma ** (n - N) * values[jnp.arange(c, c + K + 1) + n], 0.0)
     discount = gamma  # per step
     discounts = discount ** jnp.arange(N)
     # G^N_j = sum_{n<N} gamma^n r_{j+n+1} + gamma^N v_{j+N}, for j = c .. c+K
@@ -797,6 +814,7 @@ def empty_segments(num_envs: int, span: int, obs_shape, num_actions: int) -> dic
         "reward": np.zeros((num_envs, span), np.float32),
         "is_first": np.ones((num_envs, span), bool),
         "is_last": np.zeros((num_envs, span), bool),
+        "truncated": np.zeros((num_envs, span), bool),
         "action": np.zeros((num_envs, span), np.int32),
         "value": np.zeros((num_envs, span), np.float32),
         "policy": np.zeros((num_envs, span, num_actions), np.float32),
@@ -892,7 +910,7 @@ def batched_targets(args: Args):
     return jax.vmap(partial(compute_targets, **kw, gamma=args.gamma))
 
 
-PRIORITY_FIELDS = ("reward", "value", "is_first", "is_last")  # all that value_targets reads
+PRIORITY_FIELDS = ("reward", "value", "is_first", "is_last", "truncated")  # all that value_targets reads
 
 
 def make_priority_fn(args: Args):
@@ -1144,10 +1162,10 @@ def actor_loop(args: Args, thread: int, act_fn, pending_params: list, queues, le
                         raise Stopped
                     key, sub = jax.random.split(key)
                     state, action, root_value, policy, _ = act_fn(
-                        params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub
+                        params, state, step.obs, step.is_first, envs.legal_actions(step.is_last & ~step.truncated), sub
                     )
                     action, root_value, policy = np.asarray(action), np.asarray(root_value), np.asarray(policy)
-                    played = (step.obs, step.reward, step.is_first, step.is_last, action, root_value, policy, True)
+                    played = (*step[:4], step.truncated, action, root_value, policy, True)  # obs .. is_last, truncated, ..
                     for k, v in zip(segments, played):  # in the order of empty_segments' fields
                         segments[k][:, t] = v
                     _, finished_returns, finished_lengths = episodes.update(step)

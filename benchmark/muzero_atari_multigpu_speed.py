@@ -3,6 +3,7 @@ thread's queue waits, for 1 and 2 learner devices, 1 and 2 actor threads, and 1 
 
     python benchmark/muzero_atari_multigpu_speed.py                      # every setting, ~30 min on 2 cores
     python benchmark/muzero_atari_multigpu_speed.py --settings base "2 processes" --iterations 20
+    python benchmark/muzero_atari_multigpu_speed.py --settings base --revisions 558f08a dc026a3 558f08a dc026a3
 
 Each setting is a short run of the script at its defaults (plus the setting's flags) in fresh processes
 (forced host devices must be set before jax starts). The figures are medians over the actor iterations after
@@ -14,7 +15,9 @@ Each setting is a short run of the script at its defaults (plus the setting's fl
   * waits: stats/actor_params_queue_wait (per thread: the actor waiting for parameters, i.e. for the
     learner) and stats/learner_rollout_queue_wait (the learner waiting for the actors), as shares of an
     iteration's wall time.
-Writes {out}/speed.json and {out}/speed.md with the machine line.
+With --revisions each setting runs with the script at each of these git revisions in turn (rows named "setting
+at REV"; old and new alternated, the way to compare speeds) instead of the checkout's. Writes {out}/speed.json
+and {out}/speed.md with the machine line.
 """
 
 import argparse
@@ -45,7 +48,8 @@ SETTINGS = {  # name: (processes, forced host devices per process, flags)
 }
 
 
-def run_setting(name: str, args) -> dict:
+def run_setting(name: str, args, revision: str | None = None) -> dict:
+    """One setting's figures, with the checkout's script or (revision) the script at that git revision."""
     processes, devices, flags = SETTINGS[name]
     steps = PER_THREAD * processes * (2 if "--num-actor-threads" in flags else 1)  # all threads' steps per iteration
     total = steps * (args.warmup + args.iterations)
@@ -54,9 +58,15 @@ def run_setting(name: str, args) -> dict:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         env = {**os.environ, "WANDB_MODE": "disabled", "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+        script = os.path.join(ROOT, "muzero_atari_multigpu.py")
+        if revision:
+            script = os.path.join(tmp, "muzero_atari_multigpu.py")
+            with open(script, "w") as f:
+                f.write(subprocess.check_output(["git", "show", f"{revision}:muzero_atari_multigpu.py"], cwd=ROOT, text=True))
+            env["PYTHONPATH"] = ROOT  # for muzero_tools
         cmd = [
             sys.executable,
-            os.path.join(ROOT, "muzero_atari_multigpu.py"),
+            script,
             *flags,
             "--total-timesteps",
             str(total),
@@ -85,7 +95,7 @@ def run_setting(name: str, args) -> dict:
             if p.returncode:
                 raise RuntimeError(f"{name}: exit {p.returncode}\n{out[-3000:]}")
         (run_dir,) = [os.path.join(tmp, "runs", d) for d in os.listdir(os.path.join(tmp, "runs"))]
-        return summarize(run_dir, name, steps, args.warmup)
+        return summarize(run_dir, f"{name} at {revision}" if revision else name, steps, args.warmup)
 
 
 def summarize(run_dir: str, name: str, steps: int, warmup: int) -> dict:
@@ -125,9 +135,10 @@ def main():
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--warmup", type=int, default=4, help="actor iterations left out (compilation)")
     parser.add_argument("--iterations", type=int, default=12, help="actor iterations measured")
+    parser.add_argument("--revisions", nargs="+", default=[None], help="git revisions whose scripts run each setting in turn")
     parser.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmark", "muzero_atari_multigpu"))
     args = parser.parse_args()
-    results = [run_setting(name, args) for name in args.settings]
+    results = [run_setting(name, args, revision) for name in args.settings for revision in args.revisions]
     os.makedirs(args.out, exist_ok=True)
     machine = machine_line()
     with open(os.path.join(args.out, "speed.json"), "w") as f:

@@ -8,6 +8,7 @@ import signal
 from functools import partial
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -88,6 +89,63 @@ def test_games_of_a_player_that_never_serves_end_only_with_the_fire_rule(fire_st
         assert (lengths < 200).all() and (lengths > 100).all() and (returns == 0).all()
     else:
         assert (lengths == 600).all()
+
+
+def test_the_fire_rule_holds_only_in_games_whose_action_set_has_fire():
+    """FIRE's agent action comes from the emulator's action set: Breakout's and Pong's second, none in Freeway's, whose
+    lives start with every action open (the rule would otherwise force UP)."""
+    assert ma.fire_action("Breakout-v5") == 2 and ma.fire_action("Pong-v5") == 2 and ma.fire_action("Freeway-v5") is None
+    envs = ma.AtariVecEnv(small_args(env_id="Freeway-v5"), 2, (1, 0), episodic_life=True)
+    step = envs.step(np.zeros(2, np.int32))
+    assert envs.num_actions == 4 and step.is_first.all()
+    np.testing.assert_array_equal(envs.legal_actions(step.is_last), [[False, True, True, True]] * 2)
+
+
+def test_a_game_cut_at_the_step_cap_is_truncated_not_ended():
+    envs = ma.AtariVecEnv(small_args(env_id="Pong-v5", max_episode_steps=20), 2, (1, 0), episodic_life=True)
+    step, steps = envs.step(np.zeros(2, np.int32)), 0
+    while not step.is_last.any():
+        step, steps = envs.step(np.full(2, 1 + steps % 2)), steps + 1
+    assert steps == 20 and step.is_last.all() and step.truncated.all() and step.game_over.all()
+    assert envs.legal_actions(step.is_last & ~step.truncated)[:, 1:].all()  # the actors search a cut game's last step
+
+
+def window(is_first, is_last, truncated, rewards, n=8, size=4):
+    """A window of n steps of size x size frames of 255 (v*_j = 10 + j, actions 1, uniform policies)."""
+    return {
+        "obs": jnp.full((n, size, size, 1), 255, jnp.uint8),
+        "reward": jnp.asarray(rewards, jnp.float32),
+        "is_first": jnp.asarray(is_first, bool),
+        "is_last": jnp.asarray(is_last, bool),
+        "truncated": jnp.asarray(truncated, bool),
+        "action": jnp.ones(n, jnp.int32),
+        "value": 10.0 + jnp.arange(n, dtype=jnp.float32),
+        "policy": jnp.full((n, 5), 0.2),
+        "valid": jnp.ones(n, bool),
+    }
+
+
+def test_pixels_enter_the_network_scaled_to_0_1():
+    """The actors stack float frames of 0-255, the learner uint8 windows: both reach h in [0, 1]."""
+    planes = ma.stack_history(jnp.full((2, 4, 6, 6, 1), 255.0), jnp.zeros((2, 4), jnp.int32), 5)
+    np.testing.assert_allclose(planes[..., :4], 1.0)  # the 4 frame planes; the action planes follow
+    t = ma.compute_targets(window([1] + [0] * 7, [0] * 8, [0] * 8, [0] * 8), 2, 2, 3, 0.5)
+    np.testing.assert_allclose(t.stacked[..., :2], 1.0)
+    assert float(t.stacked.max()) == 1.0
+
+
+@pytest.mark.parametrize("cut", [True, False])
+def test_a_cut_game_bootstraps_from_its_last_value_and_an_ended_one_from_zero(cut):
+    # steps 0-4: the episode of c = 2, whose last step 4 is the cap (cut) or the game's end; 5-8: the next game
+    is_first, is_last, truncated = [1, 0, 0, 0, 0, 1, 0, 0, 0], [0, 0, 0, 0, 1, 0, 0, 0, 0], [0, 0, 0, 0, cut, 0, 0, 0, 0]
+    w = window(is_first, is_last, truncated, [0, 7, 0, 1, 2, 9, 6, 4, 3], n=9)
+    t = ma.compute_targets(w, history_length=2, unroll_steps=3, td_steps=3, gamma=0.5)
+    v4 = 14.0 if cut else 0.0  # v*_4 = 14
+    # G_2 = r_3 + .5 r_4 + .25 v_4, G_3 = r_4 + .5 v_4, G_4 = v_4 (the cut shortens N to the steps left), G_5 = 0
+    np.testing.assert_allclose(t.values, [1 + 1 + 0.25 * v4, 2 + 0.5 * v4, v4, 0.0])
+    priority_fn = ma.make_priority_fn(ma.Args(history_length=2, unroll_steps=3, td_steps=3, gamma=0.5))
+    priority = float(priority_fn({k: w[k][None] for k in ma.PRIORITY_FIELDS})[0])
+    assert priority == pytest.approx(abs(12 - (2 + 0.25 * v4)))
 
 
 def test_environment_streams_are_fixed_by_the_seed_and_differ_between_seeds():
