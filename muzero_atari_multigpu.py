@@ -364,8 +364,7 @@ class Step(NamedTuple):
 
 
 def fire_action(env_id: str) -> int | None:
-    """The agent action of FIRE in the game's action set (envpool's: the emulator's minimal set), None if it has none;
-    read from envpool's ROM by the emulator (ALE)."""
+    """FIRE's agent action in the game's action set (the emulator's minimal one, read from envpool's ROM), or None."""
     config = envpool.make_spec(env_id).config
     ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
     ale = ale_py.ALEInterface()
@@ -761,8 +760,8 @@ def history_at(window: dict, center: int, history_length: int):
 
 def value_targets(window: dict, c: int, unroll_steps: int, td_steps: int, gamma: float):
     """The value side of position c's targets: the mask of c's episode in the window (False after its last step), its
-    rewards (0 elsewhere), v* (0 at and after its last step, unless the game was cut there) and the returns
-    G^N_c .. G^N_{c+K}. Reads only the window's PRIORITY_FIELDS."""
+    rewards (0 elsewhere), v* (0 at and after its last step) and the returns G^N_c .. G^N_{c+K}. Reads only the
+    window's PRIORITY_FIELDS."""
     K, N = unroll_steps, td_steps
     episode = jnp.cumsum(window["is_first"])
     same = episode == episode[c]  # steps of c's episode; everything after its last step is False
@@ -770,12 +769,11 @@ def value_targets(window: dict, c: int, unroll_steps: int, td_steps: int, gamma:
     alive = same & (~window["is_last"] | window["truncated"])  # v* = 0 at and after the end; a cut game keeps its v*
     values = jnp.where(alive, window["value"], 0.0)
     end = jnp.max(jnp.where(same, jnp.arange(len(values)), 0))  # the episode's last step in the window
-    n = jnp.minimum(N, end - jnp.arange(c, c + K + 1))  # steps to the bootstrap: N, or to the end (< 0: after it)
-    # gamma^(n-N) v_{j+n}: a cut game bootstraps from v* at the cut, a game that ended from 0; 0 after the end
+    n = jnp.minimum(N, end - jnp.arange(c, c + K + 1))  # steps to the bootstrap, N or fewer: a cut game's is its cut
     bootstrap_values = jnp.where(n >= 0, gamma ** (n - N) * values[jnp.arange(c, c + K + 1) + n], 0.0)
     discount = gamma  # per step
     discounts = discount ** jnp.arange(N)
-    # G^N_j = sum_{n<N} gamma^n r_{j+n+1} + gamma^N v_{j+N}, for j = c .. c+K
+    # G^N_j = sum_{n<N} gamma^n r_{j+n+1} + gamma^n_j v_{j+n_j} (0 after the end), for j = c .. c+K
     returns = jnp.stack(
         [jnp.sum(discounts * rewards[j + 1 : j + N + 1]) + discount**N * bootstrap_values[j - c] for j in range(c, c + K + 1)]
     )
