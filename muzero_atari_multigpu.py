@@ -408,7 +408,7 @@ class AtariVecEnv:
         self.obs_shape = (args.resolution, args.resolution, c)
         self.fire = fire_action(args.env_id)
         self.fire_steps = args.fire_steps if self.fire else 0
-        self.last = None
+        self.last = self.truncated = None
         self.lives = np.zeros(num_envs, np.int64)
         self.to_fire = np.zeros(num_envs, np.int64)  # steps left in which only FIRE is legal
 
@@ -427,17 +427,18 @@ class AtariVecEnv:
         self.lives = info["lives"].copy()
         self.to_fire = np.where(new_life, self.fire_steps, self.to_fire)
         first = np.ones(n, bool) if self.last is None else self.last
-        self.last = last
+        self.last, self.truncated = last, truncated
         obs = np.moveaxis(obs, 1, -1)  # envpool's (C, H, W) -> (H, W, C)
         return Step(obs, reward.astype(np.float32), first, last.copy(), game_over, truncated)
 
     def legal_actions(self, is_last: np.ndarray) -> np.ndarray:
-        """Mask over agent actions: env actions before the end (the actors count a cut game's last step as before it, to
-        bootstrap from its search), only the dummy action at the end, only FIRE in a life's first --fire-steps steps."""
+        """Mask over agent actions: env actions before the end and at a cut game's last step (its search's value is the
+        one the returns bootstrap from), only the dummy action at a real end, only FIRE in a life's first --fire-steps."""
+        serve = ~is_last & (self.to_fire > 0)
+        is_last = is_last & ~self.truncated  # a cut game's last step is searched like any other
         legal = np.ones((len(is_last), self.num_actions), bool)
         legal[:, 0] = is_last
         legal[:, 1:] = ~is_last[:, None]
-        serve = ~self.last & (self.to_fire > 0)  # not at a cut game's last step either
         legal[serve, 1:] = False
         legal[serve, self.fire] = True
         return legal
@@ -769,8 +770,9 @@ def value_targets(window: dict, c: int, unroll_steps: int, td_steps: int, gamma:
     alive = same & (~window["is_last"] | window["truncated"])  # v* = 0 at and after the end; a cut game keeps its v*
     values = jnp.where(alive, window["value"], 0.0)
     end = jnp.max(jnp.where(same, jnp.arange(len(values)), 0))  # the episode's last step in the window
-    n = jnp.minimum(N, end - jnp.arange(c, c + K + 1))  # steps to the bootstrap, N or fewer: a cut game's is its cut
-    bootstrap_values = jnp.where(n >= 0, gamma ** (n - N) * values[jnp.arange(c, c + K + 1) + n], 0.0)
+    positions = jnp.arange(c, c + K + 1)
+    n = jnp.minimum(N, end - positions)  # steps to the bootstrap, N or fewer: a cut game's is its cut
+    bootstrap_values = jnp.where(n >= 0, gamma ** (n - N) * values[positions + n], 0.0)
     discount = gamma  # per step
     discounts = discount ** jnp.arange(N)
     # G^N_j = sum_{n<N} gamma^n r_{j+n+1} + gamma^n_j v_{j+n_j} (0 after the end), for j = c .. c+K
@@ -1160,7 +1162,7 @@ def actor_loop(args: Args, thread: int, act_fn, pending_params: list, queues, le
                         raise Stopped
                     key, sub = jax.random.split(key)
                     state, action, root_value, policy, _ = act_fn(
-                        params, state, step.obs, step.is_first, envs.legal_actions(step.is_last & ~step.truncated), sub
+                        params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub
                     )
                     action, root_value, policy = np.asarray(action), np.asarray(root_value), np.asarray(policy)
                     played = (*step[:4], step.truncated, action, root_value, policy, True)  # obs .. is_last, truncated, ..
