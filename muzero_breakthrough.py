@@ -495,7 +495,8 @@ def scale_hidden(x):
 
 
 class ActionStem(nn.Module):
-    """A 1x1 convolution over [planes, one-hot action planes / |A^a| tiled over the board] (4.3.4), computed
+    """A 1x1 convolution over [planes, one-hot action planes tiled over the board] (4.3.4; the thesis divides the
+    one-hot by |A^a|, which with 301 moves leaves g hardly seeing the move), computed
     without tiling the one-hot planes: their share of the product is the same on every square, so it is
     computed once per sample. Same parameters (kernel (1, 1, C + L|A^a|, F), bias) and initialisation as
     nn.Conv over the concatenated planes; with 300 moves (Breakthrough) the tiled planes were most of the work."""
@@ -509,7 +510,7 @@ class ActionStem(nn.Module):
         d, L = planes.shape[-1], actions.shape[-1]
         kernel = self.param("kernel", nn.initializers.lecun_normal(), (1, 1, d + L * self.num_actions, self.features))
         bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
-        one_hot = jax.nn.one_hot(actions, self.num_actions).reshape(-1, L * self.num_actions) / self.num_actions
+        one_hot = jax.nn.one_hot(actions, self.num_actions).reshape(-1, L * self.num_actions)
         return planes @ kernel[0, 0, :d] + (one_hot @ kernel[0, 0, d:])[:, None, None, :] + bias
 
 
@@ -609,6 +610,7 @@ def run_search(cfg: dict, params, rng, root: mctx.RootFnOutput, recurrent_fn, le
 class ActorState(NamedTuple):
     frames: jax.Array  # (B, L, H, W, C): o_{t-L..t-1} before the step, o_{t-L+1..t} after
     actions: jax.Array  # (B, L): a_{t-L..t-1}
+    explored: jax.Array  # (B,) bool: the last of `actions` is a random move, not the search's
 
 
 def make_recurrent_fn(net: MuZeroNet, gamma: float):
@@ -649,21 +651,22 @@ def make_act_fn(net: MuZeroNet, cfg: dict, gamma: float, keep_tree: bool = False
         )
         out = run_search(cfg, params, rng, root, recurrent_fn, legal)
         root_value = out.search_tree.summary().value
-        action = out.action
-        if random_move_prob > 0:  # exploration moves, from keys of their own: the search is the same
-            explore_key, move_key = jax.random.split(jax.random.fold_in(rng, 1))
-            explore = jax.random.uniform(explore_key, action.shape) < random_move_prob
-            action = jnp.where(explore, jax.random.categorical(move_key, jnp.where(legal, 0.0, -jnp.inf)), action)
+        # random moves (none at random_move_prob 0, as in evaluation), from keys of their own: the search is the same
+        explore_key, move_key = jax.random.split(jax.random.fold_in(rng, 1))
+        explore = jax.random.uniform(explore_key, out.action.shape) < random_move_prob
+        action = jnp.where(explore, jax.random.categorical(move_key, jnp.where(legal, 0.0, -jnp.inf)), out.action)
         actions = jnp.concatenate([actions[:, 1:], action[:, None]], axis=1)
         tree = out.search_tree.replace(embeddings=x[:, None]) if keep_tree else None
-        return ActorState(frames, actions), action, root_value, out.action_weights, tree
+        return ActorState(frames, actions, explore), action, root_value, out.action_weights, tree
 
     return act
 
 
 def initial_actor_state(num_envs: int, history_length: int, obs_shape) -> ActorState:
     return ActorState(
-        jnp.zeros((num_envs, history_length, *obs_shape), jnp.float32), jnp.zeros((num_envs, history_length), jnp.int32)
+        jnp.zeros((num_envs, history_length, *obs_shape), jnp.float32),
+        jnp.zeros((num_envs, history_length), jnp.int32),
+        jnp.zeros(num_envs, bool),
     )
 
 
@@ -707,13 +710,14 @@ def value_targets(window: dict, c: int, unroll_steps: int, td_steps: int, gamma:
     rewards = jnp.where(same, window["reward"], 0.0)
     alive = same & ~window["is_last"]  # v* = 0 at and after the end
     values = jnp.where(alive, window["value"], 0.0)
-    bootstrap_values = values[c + N : c + K + N + 1]
+    # a return stops at the game's end or at a random move (what follows is not the players' search): n_j <= N plies
+    stops = jnp.where(same & (window["is_last"] | window["explored"]), jnp.arange(len(values)), len(values))
+    positions, plies = jnp.arange(c, c + K + 1), jnp.arange(N)
+    n = jnp.minimum(N, jax.lax.cummin(stops, reverse=True)[positions] - positions)
     discount = -gamma  # per ply: the players alternate
-    discounts = discount ** jnp.arange(N)
-    # G^N_j = sum_{n<N} (-gamma)^n r_{j+n+1} + (-gamma)^N v_{j+N}, for j = c .. c+K
-    returns = jnp.stack(
-        [jnp.sum(discounts * rewards[j + 1 : j + N + 1]) + discount**N * bootstrap_values[j - c] for j in range(c, c + K + 1)]
-    )
+    # G^N_j = sum_{i<n_j} (-gamma)^i r_{j+i+1} + (-gamma)^n_j v_{j+n_j}, for j = c .. c+K
+    rewards_ahead = jnp.where(plies < n[:, None], discount**plies * rewards[positions[:, None] + 1 + plies], 0.0)
+    returns = jnp.sum(rewards_ahead, axis=1) + discount**n * values[positions + n]
     return same, rewards, values, returns
 
 
@@ -750,6 +754,7 @@ def empty_segments(num_envs: int, span: int, obs_shape, num_actions: int) -> dic
         "is_first": np.ones((num_envs, span), bool),
         "is_last": np.zeros((num_envs, span), bool),
         "action": np.zeros((num_envs, span), np.int32),
+        "explored": np.zeros((num_envs, span), bool),
         "value": np.zeros((num_envs, span), np.float32),
         "policy": np.zeros((num_envs, span, num_actions), np.float32),
         "valid": np.zeros((num_envs, span), bool),
@@ -844,7 +849,7 @@ def batched_targets(args: Args):
     return jax.vmap(partial(compute_targets, **kw, gamma=args.gamma))
 
 
-PRIORITY_FIELDS = ("reward", "value", "is_first", "is_last")  # all that value_targets reads
+PRIORITY_FIELDS = ("reward", "value", "is_first", "is_last", "explored")  # all that value_targets reads
 
 
 def make_priority_fn(args: Args):
@@ -1094,7 +1099,7 @@ def actor_loop(args: Args, thread: int, act_fn, pending_params: list, queues, le
                         params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub
                     )
                     action, root_value, policy = np.asarray(action), np.asarray(root_value), np.asarray(policy)
-                    played = (step.obs, step.reward, step.is_first, step.is_last, action, root_value, policy, True)
+                    played = (*step[:4], action, np.asarray(state.explored), root_value, policy, True)
                     for k, v in zip(segments, played):  # in the order of empty_segments' fields
                         segments[k][:, t] = v
                     _, finished_returns, finished_lengths = episodes.update(step)

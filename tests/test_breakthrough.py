@@ -120,8 +120,24 @@ def test_negamax_search_wins_for_the_player_to_move_and_avoids_the_blunder(plann
     assert np.all(q[:, 1] > 0.1)
 
 
+def test_the_dynamics_function_sees_the_move_at_initialisation():
+    """g's next state moves with the move about as much as with the hidden state (one-hot / 301: 0.003 as much)."""
+    args = bt.Args()
+    net = bt.make_network(args, 301)
+    params = bt.init_params(net, args, jax.random.PRNGKey(0))
+    keys = jax.random.split(jax.random.PRNGKey(1), 4)
+    x1, x2 = (bt.scale_hidden(jax.random.uniform(k, (64, 5, 5, args.channels))) for k in keys[:2])
+    a1, a2 = (jax.random.randint(k, (64,), 1, 301) for k in keys[2:])
+
+    def g(x, a):
+        return net.apply(params, x, a, method=bt.MuZeroNet.dynamics)[0]
+
+    by_move, by_state = np.abs(g(x1, a1) - g(x1, a2)).mean(), np.abs(g(x1, a1) - g(x2, a1)).mean()
+    assert 0.3 < by_move / by_state < 3
+
+
 # --- targets (4.3.7): each step seen by its own player -------------------------------------------
-def window(is_first, is_last, rewards, num_actions=4):
+def window(is_first, is_last, rewards, num_actions=4, explored=None):
     n = len(is_first)
     return {
         "obs": jnp.zeros((n, 2, 2, 1), jnp.uint8),
@@ -129,6 +145,7 @@ def window(is_first, is_last, rewards, num_actions=4):
         "is_first": jnp.asarray(is_first, bool),
         "is_last": jnp.asarray(is_last, bool),
         "action": jnp.ones(n, jnp.int32),
+        "explored": jnp.zeros(n, bool) if explored is None else jnp.asarray(explored, bool),
         "value": 10.0 + jnp.arange(n, dtype=jnp.float32),  # v*_j = 10 + j, each for its own player to move
         "policy": jnp.full((n, num_actions), 1 / num_actions),
         "valid": jnp.ones(n, bool),
@@ -152,6 +169,28 @@ def test_target_signs_alternate_with_the_player_and_the_terminal_reward_is_the_w
     np.testing.assert_allclose(t.values, [-(g**3) * 15, -(g**3) * 16, -(g**3) * 17])
     t = bt.compute_targets(w, history_length=2, unroll_steps=2, td_steps=2, gamma=g)
     np.testing.assert_allclose(t.values, [g**2 * 14, g**2 * 15, g**2 * 16])
+
+
+def test_a_random_move_cuts_the_returns_that_reach_it_and_they_bootstrap_from_the_value_before_it():
+    g = 0.5
+    # one game, steps 0-11; the move made at step 5 is a random one; a reward of 1 arrives with step 4 (made at 3) and
+    # 3 with step 6 (after the random move). c = 2, K = 2, N = 4
+    rewards = [0, 0, 0, 0, 1, 0, 3, 0, 0, 0, 0, 0]
+    explored = [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]
+    w = window([1] + [0] * 11, [0] * 12, rewards, explored=explored)
+    t = bt.compute_targets(w, history_length=2, unroll_steps=2, td_steps=4, gamma=g)
+    # G_2 = r_3 - g r_4 + g^2 r_5 - g^3 v_5 (cut after 3 plies: v*_5 = 15, the searched value before the random move)
+    # G_3 = r_4 - g r_5 + g^2 v_5; G_4 = r_5 - g v_5; without the cut G_3 would also count r_6 = 3 and v_7
+    np.testing.assert_allclose(t.values, [-g * 1 - g**3 * 15, 1 + g**2 * 15, -g * 15])
+    priority_fn = bt.make_priority_fn(bt.Args(history_length=2, unroll_steps=2, td_steps=4, gamma=g))
+    priority = float(priority_fn({k: w[k][None] for k in bt.PRIORITY_FIELDS})[0])
+    assert priority == pytest.approx(abs(12 - (-g - g**3 * 15)))
+    # a random move at the window's first trained position: its own return is its search value
+    t = bt.compute_targets(window([1] + [0] * 11, [0] * 12, rewards, explored=[0, 0, 1] + [0] * 9), 2, 2, 4, g)
+    assert float(t.values[0]) == 12.0
+    # the same game without random moves: G_3 = r_4 - g r_5 + g^2 r_6 - g^3 r_7 + g^4 v_7
+    t = bt.compute_targets(window([1] + [0] * 11, [0] * 12, rewards), 2, 2, 4, g)
+    np.testing.assert_allclose(t.values[1], 1 + g**2 * 3 + g**4 * 17)
 
 
 # --- evaluation ---------------------------------------------------------------------------------------
