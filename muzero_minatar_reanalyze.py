@@ -184,6 +184,8 @@ class Args:
     # Reanalyze (2.7.1, 4.3.10, 4.3.13; planner: Table 5.1)
     reanalyze_ratio: float = 0.0
     """share of the segments entering replay that are stored ones searched again with the newest parameters (5.5)"""
+    reanalyze_mode: Literal["push", "refresh"] = "push"
+    """reanalysed copies enter replay as new segments (push: the thesis' 4.3.13) or replace their originals (refresh)"""
     reanalyze_num_simulations: int = 8
     """simulations per reanalysed position (thesis: 50)"""
     reanalyze_pb_c_init: float = 1.75
@@ -693,29 +695,25 @@ def history_at(window: dict, center: int, history_length: int):
     return jax.tree.map(lambda a: a[0], stack_history(frames[None], acts[None]))
 
 
-def bootstrap_histories(window: dict, history_length: int, unroll_steps: int, td_steps: int):
-    """(K+1, ...): inputs of h at c+N .. c+K+N, whose values the N-step returns bootstrap from with
-    --value-bootstrap target_network."""
-    c = history_length
-    histories = [history_at(window, j + td_steps, history_length) for j in range(c, c + unroll_steps + 1)]
+def bootstrap_histories(window: dict, args: Args):
+    """(K+1, ...): inputs of h at c+N .. c+K+N, whose values --value-bootstrap target_network bootstraps from."""
+    c = L = args.history_length
+    histories = [history_at(window, j + args.td_steps, L) for j in range(c, c + args.unroll_steps + 1)]
     return jax.tree.map(lambda *a: jnp.stack(a), *histories)
 
 
 def value_targets(window: dict, c: int, unroll_steps: int, td_steps: int, gamma: float, bootstrap_values=None):
     """The value side of position c's targets: the mask of c's episode in the window (False after its last step), its
     rewards (0 elsewhere), v* (0 at and after its last step) and the returns G^N_c .. G^N_{c+K}. Reads only the
-    window's PRIORITY_FIELDS. bootstrap_values: (K+1,) values of the steps c+N .. c+K+N to bootstrap from; default:
-    the stored v*."""
+    window's PRIORITY_FIELDS; bootstrap_values (K+1,): values of the steps c+N .. c+K+N to use instead of v*."""
     K, N = unroll_steps, td_steps
     episode = jnp.cumsum(window["is_first"])
     same = episode == episode[c]  # steps of c's episode; everything after its last step is False
     rewards = jnp.where(same, window["reward"], 0.0)
     alive = same & ~window["is_last"]  # v* = 0 at and after the end
     values = jnp.where(alive, window["value"], 0.0)
-    if bootstrap_values is None:
-        bootstrap_values = values[c + N : c + K + N + 1]
-    else:
-        bootstrap_values = jnp.where(alive[c + N : c + K + N + 1], bootstrap_values, 0.0)
+    given = values[c + N : c + K + N + 1] if bootstrap_values is None else bootstrap_values
+    bootstrap_values = jnp.where(alive[c + N : c + K + N + 1], given, 0.0)  # 0 after the end, like v*
     discount = gamma  # per step
     discounts = discount ** jnp.arange(N)
     # G^N_j = sum_{n<N} gamma^n r_{j+n+1} + gamma^N v_{j+N}, for j = c .. c+K
@@ -725,11 +723,8 @@ def value_targets(window: dict, c: int, unroll_steps: int, td_steps: int, gamma:
     return same, rewards, values, returns
 
 
-def compute_targets(
-    window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float, bootstrap_values=None
-) -> Targets:
-    """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis); bootstrap_values as
-    in value_targets."""
+def compute_targets(window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float, bootstrap_values=None):
+    """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis); see value_targets."""
     L, K, N = history_length, unroll_steps, td_steps
     c = L
     num_actions = window["policy"].shape[-1]
@@ -870,13 +865,19 @@ def make_priority_fn(args: Args):
     return jax.jit(jax.vmap(priority))
 
 
-def add_with_priorities(replay: Replay, segments: dict, priority_fn):
+def add_with_priorities(replay: Replay, segments: dict, priority_fn, refreshed=None):
     """Stores segments (the fields of empty_segments) with the priority of each position from make_priority_fn, which
-    is given the PRIORITY_FIELDS of the windows only (no frames)."""
+    is given the PRIORITY_FIELDS of the windows only (no frames): as new ones, or in place of the stored `refreshed`."""
     n, S = len(segments["valid"]), replay.S
     fields = {k: segments[k] for k in PRIORITY_FIELDS}
     windows = gather_windows(fields, *np.divmod(np.arange(n * S), S), replay.window)  # (segment, position) pairs
-    replay.add(segments, np.asarray(priority_fn(windows)).reshape(n, S))
+    priorities = np.asarray(priority_fn(windows)).reshape(n, S)
+    if refreshed is None:
+        replay.add(segments, priorities)
+    else:  # only what reanalyze changes is written back; the played steps stay
+        for k in ("policy", "value", "made_at"):
+            replay.storage[k][refreshed] = segments[k]
+        replay.priorities[refreshed], replay.probs = priorities, None
 
 
 def sample_batch(replays: list, batch_size: int):
@@ -922,17 +923,14 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
     def categorical(x):
         return scalar_to_categorical(x, support_size)
 
-    histories_fn = jax.vmap(
-        partial(bootstrap_histories, history_length=args.history_length, unroll_steps=K, td_steps=args.td_steps)
-    )
+    histories_fn = jax.vmap(partial(bootstrap_histories, args=args))
 
     def loss_fn(params, target_params, window, weights):
         bootstrap_values = None
         if args.value_bootstrap == "target_network":  # the value half of MuZero Reanalyze
             stacked = histories_fn(window)  # frame planes (B, K+1, H, W, L*C), actions (B, K+1, L)
-            x = net.apply(
-                target_params, jax.tree.map(lambda a: a.reshape(-1, *a.shape[2:]), stacked), method=MuZeroNet.represent
-            )
+            flat = jax.tree.map(lambda a: a.reshape(-1, *a.shape[2:]), stacked)  # (B (K+1), ...)
+            x = net.apply(target_params, flat, method=MuZeroNet.represent)
             _, value_logits = net.apply(target_params, x, method=MuZeroNet.predict)
             bootstrap_values = jax.lax.stop_gradient(scalar(value_logits).reshape(stacked[1].shape[:2]))
         t = targets_fn(window, bootstrap_values=bootstrap_values)
@@ -1015,9 +1013,9 @@ def unreplicate(tree):
 
 
 # ---------------------------------------------------------------------------------------------
-# Reanalyze (4.3.10, 4.3.13): stored segments searched again with the newest parameters. The played
-# actions, rewards and observations stay; the search policies p* and root values v* are replaced, and
-# the refreshed copies enter replay as new segments (as the thesis' reanalyze workers push them).
+# Reanalyze (4.3.10, 4.3.13): stored segments searched again with the newest parameters. The played actions, rewards and
+# observations stay; p* and v* are replaced, and the copies enter replay as new segments (push, as the thesis' reanalyze
+# workers do) or replace their originals in place (refresh, as MuZero Reanalyze: replay keeps each played step once).
 # ---------------------------------------------------------------------------------------------
 def make_reanalyze_fn(net: MuZeroNet, cfg: dict, args: Args):
     """Jitted: (params, windows of steps c-L .. c, legal actions at c, rng) -> (p*, v*) of a new search at
@@ -1041,7 +1039,7 @@ def make_reanalyze_fn(net: MuZeroNet, cfg: dict, args: Args):
 
 def reanalyze_segments(replay: Replay, reanalyze_fn, params, count: int, legal_fn, rng, version: int):
     """Copies of `count` stored segments drawn uniformly, with p* and v* of every played step that has its
-    L-step history in the segment replaced by a new search, and what the refresh changed."""
+    L-step history in the segment replaced by a new search, their indices in replay, and what the refresh changed."""
     seg = replay.rng.choice(replay.size, size=min(count, replay.size), replace=False)
     segments = {k: v[seg] for k, v in replay.storage.items()}  # fancy indexing copies
     L, span = replay.L, segments["valid"].shape[1]
@@ -1059,7 +1057,7 @@ def reanalyze_segments(replay: Replay, reanalyze_fn, params, count: int, legal_f
     }
     segments["policy"][:, centers], segments["value"][:, centers] = new_p, new_v
     segments["made_at"][:] = version
-    return segments, int(played.sum()), stats
+    return seg, segments, int(played.sum()), stats
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1559,17 +1557,13 @@ def main(args: Args):
                 p.train_returns = (p.train_returns + rollout.episode_returns)[-20:]
             new_steps = steps_per_iteration
             if num_reanalysed and replays[0].num_trainable * G >= args.learning_starts:
+                params = unreplicate(state.params)
                 for replay, g in zip(replays, threads):
-                    segments, positions, stats = reanalyze_segments(
-                        replay,
-                        reanalyze_fn,
-                        unreplicate(state.params),
-                        num_reanalysed,
-                        probe.legal_actions,
-                        jax.random.fold_in(reanalyze_key, iteration * G + g),
-                        p.num_updates,
+                    rng = jax.random.fold_in(reanalyze_key, iteration * G + g)
+                    seg, segments, positions, stats = reanalyze_segments(
+                        replay, reanalyze_fn, params, num_reanalysed, probe.legal_actions, rng, p.num_updates
                     )
-                    add_with_priorities(replay, segments, priority_fn)
+                    add_with_priorities(replay, segments, priority_fn, seg if args.reanalyze_mode == "refresh" else None)
                     # reanalysed targets count as generated ones (5.5), in every process alike
                     new_steps += len(segments["valid"]) * args.num_steps * args.num_processes
                     p.reanalysed_positions += positions

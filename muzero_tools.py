@@ -1231,8 +1231,9 @@ def run_select(cfg: Select):
 @dataclass
 class Compare:
     """Several collected folders (one per configuration) side by side: per game, the training return against
-    frames and against wall-clock minutes (`{out}/{env_id}_compare.png`), and a table of final returns, wall
-    time and the frames each configuration's training return needed to reach given levels (`{out}/compare.md`)."""
+    frames and against wall-clock minutes (`{out}/{env_id}_compare.png`), a table of final returns, wall
+    time and the frames each configuration's training return needed to reach given levels (`{out}/compare.md`),
+    and every run with its configuration (`{out}/experiment.csv`)."""
 
     runs: tuple[str, ...]
     """folders written by collect, one per configuration (the folder's name labels it)"""
@@ -1244,6 +1245,10 @@ def run_compare(cfg: Compare):
     os.makedirs(out, exist_ok=True)
     labels = [os.path.basename(os.path.normpath(f)) for f in folders]
     runs = {label: pd.read_csv(os.path.join(f, "runs.csv")) for label, f in zip(labels, folders)}
+    table = pd.concat([r.assign(setting=label) for label, r in runs.items()])
+    table[["env_id", "seed", "setting", *(c for c in table if c not in ("env_id", "seed", "setting"))]].to_csv(
+        os.path.join(out, "experiment.csv"), index=False
+    )
     games = sorted(set.intersection(*(set(r.env_id) for r in runs.values())))
     rows = [
         "| game | configuration | seeds | final eval return (mean) | training return, last 50k frames | "

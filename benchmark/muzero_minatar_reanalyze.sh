@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
-# The MooZi thesis' reanalyze experiment (5.5) at CPU scale: muzero_minatar_reanalyze.py at reanalyze
-# ratios 0, 0.2 and 0.4 (the thesis' 20:0, 16:4 and 12:8 training:reanalyze workers) at equal frames,
-# every game x seed one run after another (each run uses both cores of a 2-core CPU). Each ratio's runs
-# go to their own folder under docs/benchmark/muzero_minatar_reanalyze/ (curves, runs.csv, logs), then
-# the comparison step draws the ratios against frames and against wall time and writes the table of
-# frames to reach a return.
+# The reanalyze experiment: muzero_minatar_reanalyze.py at equal frames (the default 300k) in four settings,
+# every game x seed x setting one run after another (each run uses both cores of a 2-core CPU):
+#   ratio_0          no reanalysis: muzero_minatar.py's computation, value for value
+#   push_0.4         40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
+#   refresh_0.4      as many segments reanalysed, their targets replaced where they lie (MuZero Reanalyze)
+#   matched_updates  no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
+# Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
+# runs.csv, logs); the comparison step then writes experiment.csv (every run with its setting), compare.md and the
+# curves against frames and wall time in docs/benchmark/muzero_minatar_reanalyze/.
 #
-#   bash benchmark/muzero_minatar_reanalyze.sh                        # Asterix, Breakout x seeds 1 2
-#   RATIOS="0.4" GAMES="Asterix" SEEDS="3" bash benchmark/muzero_minatar_reanalyze.sh
-#
-# Ratio 0 is muzero_minatar.py's computation exactly (a test checks it, value for value), so its runs
-# can also be taken from benchmark/muzero_minatar.sh's collected runs of the same seeds:
-#   python muzero_tools.py select --runs docs/benchmark/muzero_minatar --games Asterix Breakout \
-#     --seeds 1 2 --out docs/benchmark/muzero_minatar_reanalyze/ratio_0
-#   RATIOS="0.2 0.4" bash benchmark/muzero_minatar_reanalyze.sh
+#   bash benchmark/muzero_minatar_reanalyze.sh                     # Asterix, Breakout x seeds 1 2 3 x 4 settings
+#   SETTINGS="refresh_0.4" GAMES="Asterix" SEEDS="3" bash benchmark/muzero_minatar_reanalyze.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RATIOS=${RATIOS:-"0 0.2 0.4"}
-export GAMES=${GAMES:-"Asterix Breakout"} SEEDS=${SEEDS:-"1 2"}
+SETTINGS=${SETTINGS:-"ratio_0 push_0.4 refresh_0.4 matched_updates"}
+export GAMES=${GAMES:-"Asterix Breakout"} SEEDS=${SEEDS:-"1 2 3"}
 BASE=docs/benchmark/muzero_minatar_reanalyze
-for ratio in $RATIOS; do
-  SCRIPT=muzero_minatar_reanalyze.py OUT="$BASE/ratio_$ratio" bash benchmark/muzero_minatar.sh \
-    --reanalyze-ratio "$ratio" --exp-name "reanalyze_$ratio" "$@"
+# 32 environments: ratio 0.4 adds round(32 x 0.4 / 0.6) = 21 reanalysed segments to the 32 played each iteration
+replay_ratio=$(python -c "import muzero_minatar_reanalyze as r; a = r.Args(); print(a.replay_ratio * (a.num_envs + 21) / a.num_envs)")
+declare -A FLAGS=(
+  [ratio_0]="--reanalyze-ratio 0"
+  [push_0.4]="--reanalyze-ratio 0.4 --reanalyze-mode push"
+  [refresh_0.4]="--reanalyze-ratio 0.4 --reanalyze-mode refresh"
+  [matched_updates]="--reanalyze-ratio 0 --replay-ratio $replay_ratio"
+)
+for setting in $SETTINGS; do
+  # shellcheck disable=SC2086
+  SCRIPT=muzero_minatar_reanalyze.py OUT="$BASE/experiment/$setting" bash benchmark/muzero_minatar.sh \
+    ${FLAGS[$setting]} --exp-name "reanalyze_$setting" "$@"
 done
-python muzero_tools.py compare --out "$BASE" --runs "$BASE"/ratio_*
+done=()
+for setting in ratio_0 push_0.4 refresh_0.4 matched_updates; do
+  if [ -f "$BASE/experiment/$setting/runs.csv" ]; then done+=("$BASE/experiment/$setting"); fi
+done
+python muzero_tools.py compare --out "$BASE" --runs "${done[@]}"

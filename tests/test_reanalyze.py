@@ -1,6 +1,7 @@
 """Reanalyze (muzero_minatar_reanalyze.py, thesis 4.3.10): what a refreshed segment holds, and the value half of
 MuZero Reanalyze (--value-bootstrap target_network)."""
 
+import copy
 import dataclasses
 import queue
 
@@ -56,7 +57,7 @@ def reanalyse_both(played, params):
     """Both stored segments reanalysed with `params`, in storage order, and the stored ones."""
     args, env, _, _, replay, reanalyze_fn = played
     stored = {k: v.copy() for k, v in replay.storage.items()}
-    segments, positions, stats = r.reanalyze_segments(
+    _, segments, positions, stats = r.reanalyze_segments(
         replay, reanalyze_fn, params, 2, env.legal_actions, jax.random.PRNGKey(3), version=7
     )
     order = [next(j for j in range(2) if np.array_equal(stored["obs"][j], segments["obs"][i])) for i in range(2)]
@@ -100,10 +101,39 @@ def test_refreshed_values_move_to_the_model_values(played):
     assert stats["reanalyze/value_change"] > 0.5
 
 
+def test_a_refresh_replaces_targets_and_priorities_in_place_and_keeps_every_played_step(played):
+    """--reanalyze-mode refresh: one stored segment searched again with other parameters replaces its p*, v* and
+    priorities where it lies; the replay's size, order and played steps stay, and the other segment is untouched."""
+    args, env, _, params, replay, reanalyze_fn = played
+    replay = copy.deepcopy(replay)  # the fixture's replay stays as played
+    before = copy.deepcopy(replay.storage), replay.priorities.copy(), replay.size, replay.next
+    other = jax.tree.map(lambda x: x * 1.5, params)
+    seg, segments, _, _ = r.reanalyze_segments(replay, reanalyze_fn, other, 1, env.legal_actions, jax.random.PRNGKey(4), 9)
+    r.add_with_priorities(replay, segments, r.make_priority_fn(args), refreshed=seg)
+    (i,), j = seg, 1 - seg[0]
+    assert (replay.size, replay.next) == before[2:]
+    for k in ("obs", "action", "reward", "is_first", "is_last", "valid"):
+        np.testing.assert_array_equal(replay.storage[k], before[0][k])
+    for k in ("policy", "value", "made_at"):  # the refreshed segment holds the new search's targets
+        np.testing.assert_array_equal(replay.storage[k][i], segments[k][0])
+        np.testing.assert_array_equal(replay.storage[k][j], before[0][k][j])
+    valid = before[0]["valid"][i]
+    assert np.abs(replay.storage["value"][i][valid] - before[0]["value"][i][valid]).mean() > 0.01
+    # its priorities are those the copy would get as a new segment (push), the other segment's stay
+    pushed = r.Replay(args, 1, env.obs_shape, env.num_actions, seed=0)
+    r.add_with_priorities(pushed, segments, r.make_priority_fn(args))
+    np.testing.assert_array_equal(replay.priorities[i], pushed.priorities[0])
+    np.testing.assert_array_equal(replay.priorities[j], before[1][j])
+    assert not np.array_equal(replay.priorities[i], before[1][i])
+    # the targets a batch is trained on now come from the new search
+    t = r.batched_targets(args)(r.gather_windows(replay.storage, np.array([i]), np.array([0]), replay.window))
+    np.testing.assert_allclose(t.policies[0, 0], segments["policy"][0, args.history_length])
+
+
 def test_targets_bootstrap_from_given_values():
     # --value-bootstrap target_network: the network's values of the histories at c+N .. c+K+N replace v*
     w = window([1, 0, 0, 0, 0, 0, 0, 0], [0] * 8, [2, 3, 1, 2, 3, 1, 2, 3], [0, 7, 0, 1, 2, 5, 6, 4])
-    histories = r.bootstrap_histories(w, history_length=2, unroll_steps=2, td_steps=3)  # c + N = 5, 6, 7
+    histories = r.bootstrap_histories(w, r.Args(history_length=2, unroll_steps=2, td_steps=3))  # c + N = 5, 6, 7
     for i, j in enumerate((5, 6, 7)):
         jax.tree.map(lambda a, b: np.testing.assert_allclose(a[i], b), histories, r.history_at(w, j, 2))
     t = r.compute_targets(

@@ -212,10 +212,11 @@ RUN_TAGS = (
 
 @pytest.fixture(scope="module")
 def reanalyze_runs(tmp_path_factory):
-    """muzero_minatar_reanalyze.py on the small run at reanalyze ratios 0 and 0.5."""
+    """muzero_minatar_reanalyze.py on the small run at reanalyze ratios 0 (mode refresh, which acts only above 0) and 0.5."""
     cwds = {ratio: tmp_path_factory.mktemp(f"reanalyze{ratio}") for ratio in ("0", "0.5")}
     for ratio, d in cwds.items():  # one after the other, as two_runs
-        run_together([([*SMALL_RUN, "--reanalyze-ratio", ratio], d, REANALYZE_SCRIPT, None)])
+        mode = "refresh" if ratio == "0" else "push"
+        run_together([([*SMALL_RUN, "--reanalyze-ratio", ratio, "--reanalyze-mode", mode], d, REANALYZE_SCRIPT, None)])
     return {ratio: glob.glob(str(d / "runs" / "*"))[0] for ratio, d in cwds.items()}
 
 
