@@ -1,9 +1,13 @@
-"""Can muzero_minatar.py's network learn a game's rewards at all, and how many updates does it need?
+"""Can muzero_minatar.py's (or muzero_atari_multigpu.py's) network learn a game's rewards at all, and how many
+updates does it need?
 
     python benchmark/muzero_minatar_reward_check.py --env-id Asterix     # ~6 min on 2 cores
+    python benchmark/muzero_minatar_reward_check.py --script muzero_atari_multigpu --env-id Breakout-v5 \
+      --batch-size 64 --updates 3000 --out docs/benchmark/muzero_atari_multigpu/probes
 
 A supervised check, outside the RL loop: --num-envs copies of the game play --steps uniformly random
-actions; the first 80% of each copy's steps are training data, the rest held out. The default network
+actions (Atari: a lost life ends an episode, as in training); the first 80% of each copy's steps are training
+data, the rest held out. The script's default network
 (`make_network`, `init_params`) learns r_{c+1} from the history at c and the action a_c (h, then one
 step of g, the reward cross-entropy of the training loss, Adam at the default learning rate), with
 batches drawn two ways:
@@ -17,6 +21,7 @@ other steps, false positives). Writes {out}/reward_check_{env_id}.csv and prints
 """
 
 import argparse
+import importlib
 import os
 import sys
 import time
@@ -28,12 +33,14 @@ import jax  # noqa: E402
 import optax  # noqa: E402
 import pandas as pd  # noqa: E402
 
-import muzero_minatar as m  # noqa: E402
 from muzero_tools import git_commit, machine_line  # noqa: E402
 
 
-def play_randomly(env_id: str, num_envs: int, steps: int, seed: int) -> dict:
-    envs = m.MinAtarVecEnv(env_id, num_envs, seed, 0.0)
+def play_randomly(m, args, num_envs: int, steps: int, seed: int) -> dict:
+    if hasattr(m, "AtariVecEnv"):
+        envs = m.AtariVecEnv(args, num_envs, seed, episodic_life=True)
+    else:
+        envs = m.MinAtarVecEnv(args.env_id, num_envs, seed, 0.0)
     rng = np.random.default_rng(seed)
     fields = {k: [] for k in ("obs", "reward", "is_first", "is_last", "action")}
     step = envs.step(np.zeros(num_envs, np.int32))
@@ -55,9 +62,10 @@ def play_randomly(env_id: str, num_envs: int, steps: int, seed: int) -> dict:
 
 def main(a):
     commit = git_commit(a.out)  # at the start: the code that runs, not what HEAD is when it ends
+    m = importlib.import_module(a.script)
     args = m.Args(env_id=a.env_id)
     L, S = args.history_length, args.support_size
-    data = play_randomly(a.env_id, a.num_envs, a.steps, a.seed)
+    data = play_randomly(m, args, a.num_envs, a.steps, a.seed)
     num_actions = data["policy"].shape[-1]
     net = m.make_network(args, num_actions)
     optimizer = optax.adam(args.learning_rate)
@@ -130,7 +138,7 @@ def main(a):
             params, opt_state = update(params, opt_state, windows(env, c))
     out = pd.DataFrame(rows)
     share = (data["reward"] != 0).mean()
-    out["rewarding_share"], out["commit"], out["machine"] = share, commit, machine_line()
+    out["rewarding_share"], out["batch_size"], out["commit"], out["machine"] = share, a.batch_size, commit, machine_line()
     os.makedirs(a.out, exist_ok=True)
     out.to_csv(os.path.join(a.out, f"reward_check_{a.env_id}.csv"), index=False)
     print(f"\n{a.env_id}: {share:.2%} of random-play steps reward; {len(train_rewarding[0])} rewarding training positions")
@@ -143,7 +151,8 @@ def main(a):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env-id", default="Asterix", choices=list(m.MINATAR_NAMES))
+    parser.add_argument("--script", default="muzero_minatar", choices=["muzero_minatar", "muzero_atari_multigpu"])
+    parser.add_argument("--env-id", default="Asterix", help="a MinAtar game, or an envpool Atari id for the Atari script")
     parser.add_argument("--num-envs", type=int, default=32)
     parser.add_argument("--steps", type=int, default=1500, help="random steps per copy")
     parser.add_argument("--updates", type=int, default=3000, help="updates with uniform batches")
