@@ -1,11 +1,23 @@
 """Tests of muzero_tools.py: the analysis tools (issue 14) and the benchmarks' results step."""
 
+import dataclasses
+import importlib.util
+
 import numpy as np
 import pandas as pd
 import pytest
 from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
 import muzero_tools as tools
+
+
+def load_benchmark(name: str):
+    """A script of benchmark/ as a module."""
+    spec = importlib.util.spec_from_file_location(name, f"{tools.REPO}/benchmark/{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 TRUE_ELO = np.array([0.0, 150.0, 300.0, -200.0, 600.0])  # player 0 is the anchor
 
@@ -71,6 +83,38 @@ def test_ladder_plays_every_pair_both_colours_and_rates_the_mcts_anchor_above_ra
     # fixed by the seed
     again = tools.run_ladder(tools.Ladder(**{**vars(cfg), "out": str(tmp_path / "again")}))
     pd.testing.assert_frame_equal(again, ratings)
+
+
+def test_match_plays_the_scripts_evaluation_and_keeps_one_row_per_model_and_opponent(tmp_path, capsys):
+    import jax
+
+    import muzero_breakthrough as bt
+
+    args = bt.Args(channels=8, repr_blocks=1, pred_blocks=0, head_hidden=16, eval_num_simulations=4)
+    net = bt.make_network(args, bt.BreakthroughVecEnv(args.board_size, 1).num_actions)
+    params = bt.init_params(net, args, jax.random.PRNGKey(0))
+    model = str(tmp_path / "models" / "step_300.muzero_model")
+    (tmp_path / "models").mkdir()
+    bt.save_model(model, args, params)
+    cfg = tools.Match(model=model, opponent="mcts", games=10, mcts_simulations=50, seed=3, commit="abc1234", out=str(tmp_path))
+    row = tools.run_match(cfg)
+    # the script's own evaluation of those games, MCTSBot at 50 simulations
+    evaluation = dataclasses.replace(args, eval_mcts_simulations=50)
+    act_fn = bt.make_act_fn(net, bt.planner_configs(evaluation)[1], args.gamma)
+    scores, colour, _ = bt.evaluate_policy(act_fn, params, evaluation, "mcts", 10, (3,))
+    assert row["win_rate"] == scores.mean() < 0.5  # MCTS-50 beats an untrained searcher
+    assert (row["as_black"], row["as_white"]) == (scores[colour == 0].mean(), scores[colour == 1].mean())
+    assert (row["opponent"], row["games"], row["plies"], row["seed"]) == ("mcts-50", 10, 300, args.seed)
+    tools.run_match(cfg)  # again: the row is replaced, and fixed by the seed
+    tools.run_match(dataclasses.replace(cfg, opponent="random"))
+    matches = pd.read_csv(tmp_path / "matches.csv")
+    assert matches.opponent.tolist() == ["mcts-50", "random"] and matches.win_rate[0] == row["win_rate"]
+    assert (matches.commit == "abc1234").all()
+    for bad, named in ((dict(games=7), "--games"), (dict(mcts_simulations=0), "--mcts-simulations")):
+        with pytest.raises(SystemExit) as exit_:
+            tools.run_match(dataclasses.replace(cfg, **bad, out=str(tmp_path / "bad")))
+        assert exit_.value.code == 2 and named in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
 
 
 def test_opening_moves_are_random_legal_and_shared_by_the_two_colours_of_a_pair():
@@ -338,6 +382,29 @@ def test_budget_searches_with_each_budget_and_reports_that_evaluation(tmp_path):
     assert pd.read_csv(tmp_path / "budget" / "budget.csv").shape == (2, 6)
 
 
+def test_eval_planner_benchmark_compares_the_thesis_planner_with_a_greedy_noise_free_one(tmp_path, capsys):
+    """benchmark/muzero_minatar_eval_planner.py: each model's returns with its own evaluation planner and with the
+    greedy one (temperature 0, no root noise), whose every action is a most visited root action."""
+    import muzero_minatar as m
+
+    bench = load_benchmark("muzero_minatar_eval_planner")
+    args, net, params = small_agent(m, env_id="Breakout", eval_num_simulations=6, max_episode_steps=40)
+    m.save_model(str(tmp_path / "model.muzero_model"), args, params)
+    table = bench.evaluate_planners([str(tmp_path / "model.muzero_model")], episodes=3, seed=5)
+    assert table.planner.tolist() == ["thesis", "greedy"] and (table.episodes == 3).all()
+    greedy_args = dataclasses.replace(args, eval_temperature=0.0, dirichlet_fraction=0.0)
+    for row, flags in zip(table.itertuples(), (args, greedy_args)):
+        returns, _, recording = tools.play(m, flags, net, params, 3, 5, "random", record=True)
+        assert row.mean == pytest.approx(returns.mean()) and row.stderr == pytest.approx(returns.std(ddof=1) / np.sqrt(3))
+    visits = [np.asarray(tree.children_visits[0, 0]) for tree in recording.trees]  # the greedy run's episode 0
+    assert all(v[action] == v.max() for v, action in zip(visits, recording.actions))
+    gumbel = dataclasses.replace(args, planner="gumbel")
+    m.save_model(str(tmp_path / "gumbel.muzero_model"), gumbel, params)
+    with pytest.raises(SystemExit) as exit_:
+        bench.evaluate_planners([str(tmp_path / "gumbel.muzero_model")], episodes=3, seed=5)
+    assert exit_.value.code == 2 and "no noise" in capsys.readouterr().err
+
+
 def test_budget_checks_every_model_before_the_first_evaluation(tmp_path, monkeypatch):
     """A missing model anywhere in --models stops budget before any evaluation (a 200-game match was once
     thrown away by a second model without its .json), with exit code 2 and nothing written."""
@@ -413,11 +480,7 @@ def test_machine_line_names_the_cpu_generation_and_the_library_versions():
 def test_ablation_report_pairs_a_lever_only_with_reference_runs_of_its_machine_line(tmp_path):
     """A seed fixes a run on one machine line, not across lines: the report must not set a lever's runs against
     reference runs of another CPU."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("ablation", tools.REPO + "/benchmark/muzero_minatar_ablation.py")
-    ablation = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ablation)
+    ablation = load_benchmark("muzero_minatar_ablation")
     old, new = (
         "2 cores, AMD EPYC, JAX 0.10.2, CPU",
         "2 cores, AMD EPYC (family 25 model 17, avx512), JAX 0.10.2 (flax 0.12.8), CPU",
