@@ -1148,9 +1148,8 @@ def plot_returns(out: str, env_id: str, exp_name: str, floor: float | None):
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
     frames = "agent steps (--frame-skip frames each)" if "-v" in env_id else "environment frames"
     for ax, x, label in ((axes[0], "step", frames), (axes[1], "minutes", "wall-clock minutes (2-core CPU)")):
-        for seed, colour in zip(seeds, plt.rcParams["axes.prop_cycle"].by_key()["color"]):
-            if x not in evals or x not in train:  # runs collected before the minutes were
-                continue
+        drawn = seeds if x in evals and x in train else []  # runs collected before the minutes were: no time panel
+        for seed, colour in zip(drawn, plt.rcParams["axes.prop_cycle"].by_key()["color"]):
             run = evals[evals.seed == seed]
             ax.plot(run[x], run.eval_return, "o-", color=colour, label=f"seed {seed}, evaluation")
             run = train[train.seed == seed]
