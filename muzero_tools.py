@@ -1131,6 +1131,8 @@ def run_report(cfg: Report):
         "time that the virtual machine's host gave to others during the run (from /proc/stat), the "
         "reason wall times vary.",
     ]
+    if os.path.exists(os.path.join(out, "ppo", "ppo.csv")):
+        rows += ["", *ppo_comparison(out)]
     write_markdown(os.path.join(out, "results.md"), rows)
     # the curves as a markdown table of images, for the docs page (paths relative to docs/)
     games = sorted(runs.env_id.unique())
@@ -1167,6 +1169,71 @@ def plot_returns(out: str, env_id: str, exp_name: str, floor: float | None):
     fig.tight_layout(rect=(0, 0.13, 1, 1))
     fig.savefig(os.path.join(out, f"{env_id}.png"), dpi=100)
     plt.close(fig)
+
+
+def at_most(curves, x: str, limit: float) -> pd.Series:
+    """Each seed's last evaluation return at `x` (frames or minutes) <= limit, by seed (NaN: none that early)."""
+    early = curves[curves[x] <= limit]
+    return early.groupby("seed").eval_return.last().reindex(sorted(curves.seed.unique()))
+
+
+def ppo_comparison(out: str) -> list[str]:
+    """The runs in `out` beside the PPO baseline's (benchmark/ppo_minatar_gymnax.py, `{out}/ppo/ppo.csv`) at the
+    same frames, the same wall-clock minutes and at its own budget: the rows of a markdown table, and `{out}/ppo.png`
+    (every seed's evaluations of both against frames and against minutes, a column per game)."""
+    ppo = pd.read_csv(os.path.join(out, "ppo", "ppo.csv"))
+    runs = pd.read_csv(os.path.join(out, "runs.csv"))
+    games = sorted(set(runs.env_id) & set(ppo.env_id))
+    fig, axes = plt.subplots(2, len(games), figsize=(3.2 * len(games), 6), squeeze=False)
+
+    def cell(returns: pd.Series) -> str:
+        return f"{returns.mean():.1f} ± {returns.std(ddof=0):.1f}" if returns.notna().all() else "–"
+
+    rows = [
+        "| game | ours: frames, minutes | ours: final eval return | PPO at our frames | PPO at our minutes "
+        "| PPO: frames, minutes | PPO: final eval return |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for column, env_id in enumerate(games):
+        ours, theirs = runs[runs.env_id == env_id], ppo[ppo.env_id == env_id]
+        frames, minutes = ours.frames.max(), ours.wall_time_min.mean()
+        final = theirs.groupby("seed").last()
+        rows.append(
+            f"| {env_id} | {frames:,}, {minutes:.1f} | {cell(ours.final_eval_return)} "
+            f"| {cell(at_most(theirs, 'frames', frames))} | {cell(at_most(theirs, 'minutes', minutes))} "
+            f"| {final.frames.max():,}, {final.minutes.mean():.1f} | {cell(final.eval_return)} |"
+        )
+        curves = pd.read_csv(os.path.join(out, f"{env_id}.csv"))
+        for row, (x, label) in enumerate((("frames", "environment frames"), ("minutes", "wall-clock minutes"))):
+            ax = axes[row, column]
+            for seed, run in curves.groupby("seed"):
+                ax.plot(
+                    run.step if x == "frames" else run.minutes,
+                    run.eval_return,
+                    "o-",
+                    color="C0",
+                    ms=3,
+                    label="MuZero (ours)" if seed == curves.seed.min() else None,
+                )
+            for seed, run in theirs.groupby("seed"):
+                ax.plot(run[x], run.eval_return, "-", color="C1", label="PPO (gymnax)" if seed == theirs.seed.min() else None)
+            ax.set(xscale="log", xlabel=f"{label} (log)", title=game_title(env_id) if row == 0 else None)
+        axes[0, column].set_ylabel("evaluation return" if column == 0 else None)
+    axes[1, 0].set_ylabel("evaluation return")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize="small")
+    fig.suptitle("MuZero and PPO on the same 2-core CPU, every seed", fontsize="medium")
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.savefig(os.path.join(out, "ppo.png"), dpi=100)
+    plt.close(fig)
+    return rows + [
+        "",
+        f"PPO: benchmark/ppo_minatar_gymnax.py at gymnax-blines' MinAtar settings, seeds "
+        f"{', '.join(map(str, sorted(ppo.seed.unique())))}, {int(ppo.eval_episodes.iloc[0])} episodes of its sampled "
+        f"policy per evaluation; its minutes include compilation and leave out its evaluations. Commits "
+        f"{', '.join(ppo.commit.unique())}; machine {'; '.join(ppo.machine.unique())}. ± is the standard deviation "
+        "over seeds; at our frames and minutes: each seed's last evaluation by then.",
+    ]
 
 
 def report_win_rates(out: str):

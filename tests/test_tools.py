@@ -3,6 +3,7 @@
 import dataclasses
 import importlib.util
 
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
@@ -545,3 +546,36 @@ def test_cpu_lines_appends_one_row_per_script_and_draws_every_row(tmp_path):
     assert lines[-1].startswith("| `muzero_minatar` | emulated line | no | ") and lines[-1].endswith(
         " | losses/total_loss differs |"
     )
+
+
+def test_ppo_baseline_advantages_stop_at_episode_ends():
+    """GAE of the PPO baseline on a hand-worked rollout: the episode that ends at step 1 takes no value or advantage
+    from step 2, the last step bootstraps from the value after the rollout."""
+    ppo = load_benchmark("ppo_minatar_gymnax")
+    rewards, values, dones = (jnp.array(x)[:, None] for x in ([1.0, 0.0, 2.0], [0.5, 0.2, 0.1], [0.0, 1.0, 0.0]))
+    advantages, returns = ppo.gae(rewards, values, dones, jnp.array([0.3]), gamma=0.9, gae_lambda=0.8)
+    # step 2: 2 + 0.9 * 0.3 - 0.1; step 1 (ends): 0 - 0.2; step 0: 1 + 0.9 * 0.2 - 0.5 + 0.9 * 0.8 * (-0.2)
+    np.testing.assert_allclose(advantages[:, 0], [0.536, -0.2, 2.17], rtol=1e-6)
+    np.testing.assert_allclose(returns[:, 0], [1.036, 0.0, 2.27], rtol=1e-6)
+
+
+def test_ppo_comparison_takes_each_seeds_last_evaluation_by_our_frames_and_minutes(tmp_path):
+    common = {"env_id": "Breakout", "commit": "abc", "machine": "m"}
+    runs = pd.DataFrame([{**common, "seed": s, "frames": 300_000, "wall_time_min": m, "final_eval_return": r}
+                         for s, m, r in ((1, 20.0, 40.0), (2, 22.0, 50.0))])  # fmt: skip
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    pd.DataFrame([{**common, "seed": s, "step": 300_000, "eval_return": 1.0, "minutes": 21.0} for s in (1, 2)]).to_csv(
+        tmp_path / "Breakout.csv", index=False
+    )
+    (tmp_path / "ppo").mkdir()
+    ppo = [  # seed, frames, minutes, return
+        (1, 200_000, 0.1, 2.0), (1, 400_000, 0.2, 6.0), (1, 5_000_000, 20.5, 30.0), (1, 10_000_000, 41.0, 35.0),
+        (2, 200_000, 0.1, 4.0), (2, 400_000, 0.2, 8.0), (2, 5_000_000, 21.0, 20.0), (2, 10_000_000, 42.0, 45.0),
+    ]  # fmt: skip
+    pd.DataFrame([{**common, "seed": s, "frames": f, "minutes": m, "eval_return": r, "eval_episodes": 32}
+                  for s, f, m, r in ppo]).to_csv(tmp_path / "ppo" / "ppo.csv", index=False)  # fmt: skip
+    rows = tools.ppo_comparison(str(tmp_path))
+    cells = [c.strip() for c in rows[2].split("|")[1:-1]]
+    # ours 45 ± 5; PPO by 300k frames: 2 and 4; by 21 minutes: 30 and 20; at the end: 35 and 45 after 41.5 min
+    assert cells == ["Breakout", "300,000, 21.0", "45.0 ± 5.0", "3.0 ± 1.0", "25.0 ± 5.0", "10,000,000, 41.5", "40.0 ± 5.0"]
+    assert (tmp_path / "ppo.png").stat().st_size > 10_000
