@@ -1,6 +1,9 @@
-"""The docs pages show each variant's filediff against muzero_minatar.py as it is now."""
+"""The docs pages show each variant's filediff against muzero_minatar.py as it is now, stay short, and read as a
+reference rather than a diary."""
 
+import glob
 import os
+import re
 import subprocess
 
 import pytest
@@ -26,3 +29,44 @@ def test_docs_show_the_current_filediff(variant, bound):
         assert f.read() == diff, f"regenerate it: diff -u --label {names[0]} --label {names[1]} {' '.join(names)} > {path}"
     changed = [line for line in diff.splitlines()[2:] if line[:1] in "+-"]
     assert len(changed) <= bound
+
+
+PAGES = sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
+SCRIPT_PAGES = [
+    f"{name}.md" for name in ("muzero_minatar", "muzero_minatar_reanalyze", "muzero_breakthrough", "muzero_atari_multigpu")
+]
+# words a lab diary uses and a reference does not
+DIARY = re.compile(r"\b(?:[Tt]his session|[Ss]essions?|[Ii]ssue \d+|[Ii]ssue's|I|[Ww]e tried|today we)\b")
+
+
+def page_text(path: str) -> str:
+    """A page's markdown with its snippets (--8<--) in place, as it renders, except a filediff, which renders folded."""
+    with open(path) as f:
+        lines = f.readlines()
+    parts = []
+    for line in lines:
+        include = re.match(r'\s*--8<-- "([^"]+)"', line)
+        if include and not include.group(1).endswith(".diff"):
+            parts.append(page_text(os.path.join(ROOT, include.group(1))))
+        elif not include:
+            parts.append(line)
+    return "".join(parts)
+
+
+def test_page_text_counts_snippets_and_leaves_the_diff_out(tmp_path):
+    (tmp_path / "table.md").write_text("| one | two |\n")
+    page = tmp_path / "page.md"
+    page.write_text(f'Intro.\n\n--8<-- "{tmp_path}/table.md"\n\n--8<-- "{tmp_path}/x.diff"\n')
+    assert page_text(str(page)) == "Intro.\n\n| one | two |\n\n"
+
+
+@pytest.mark.parametrize("page", SCRIPT_PAGES)
+def test_script_pages_stay_under_3000_words(page):
+    words = re.findall(r"[A-Za-z0-9][\w'.,/-]*", page_text(os.path.join(ROOT, "docs", page)))
+    assert len(words) <= 3000, f"{page}: {len(words)} words; history and ablations go to experiment_log.md"
+
+
+@pytest.mark.parametrize("page", [os.path.basename(p) for p in PAGES])
+def test_no_page_reads_as_a_diary(page):
+    found = DIARY.findall(page_text(os.path.join(ROOT, "docs", page)))
+    assert not found, f"{page}: {found}; write results with their commit and machine line instead"
