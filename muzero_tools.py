@@ -1418,7 +1418,7 @@ def run_compare(cfg: Compare):
     )
     games = sorted(set.intersection(*(set(r.env_id) for r in runs.values())))
     rows = [
-        "| game | configuration | seeds | final eval return (mean) | training return, last 50k frames | "
+        "| game | configuration | seeds | final eval return: mean (per seed) | training return, last 50k frames | "
         "wall time per run (min) | frames to reach a training return of 25% / 50% / 75% of the best last one |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -1434,10 +1434,12 @@ def run_compare(cfg: Compare):
             (line,) = axes[0].plot(curve.index, curve["mean"], label=f"{label} ({seeds_label(train.seed.nunique())})")
             # wall-clock minutes since the run's first event, mean over seeds
             axes[1].plot(curve.minutes, curve["mean"], color=line.get_color(), label=label)
+            per_seed = " / ".join(f"{r:.2f}" for r in group.sort_values("seed").final_eval_return)
             reach = " / ".join(f"{f / 1000:.0f}k" if f == f else "never" for f in (frames_to_reach(train, v) for v in levels))
             rows.append(
                 f"| {env_id} | {label} | {', '.join(map(str, sorted(group.seed)))} | "
-                f"{group.final_eval_return.mean():.2f} | {group.final_train_return_last_50k.mean():.2f} | "
+                f"{group.final_eval_return.mean():.2f} ({per_seed}) | "
+                f"{group.final_train_return_last_50k.mean():.2f} | "
                 f"{group.wall_time_min.mean():.1f} | {reach} (levels {' / '.join(f'{v:.1f}' for v in levels)}) |"
             )
         axes[0].set(title=f"{game_title(env_id)}: training return", xlabel="environment frames", ylabel="return")

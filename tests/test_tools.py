@@ -579,3 +579,50 @@ def test_ppo_comparison_takes_each_seeds_last_evaluation_by_our_frames_and_minut
     # ours 45 ± 5; PPO by 300k frames: 2 and 4; by 21 minutes: 30 and 20; at the end: 35 and 45 after 41.5 min
     assert cells == ["Breakout", "300,000, 21.0", "45.0 ± 5.0", "3.0 ± 1.0", "25.0 ± 5.0", "10,000,000, 41.5", "40.0 ± 5.0"]
     assert (tmp_path / "ppo.png").stat().st_size > 10_000
+
+
+def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
+    """Two settings of one game: experiment.csv holds every run with its setting; compare.md gives each setting's
+    final evaluations seed by seed and the frames its mean training return needed to reach the levels."""
+    folders = []
+    for setting, returns in (
+        ("ratio_0", [[1.0, 2.0, 4.0], [1.0, 3.0, 4.0]]),
+        ("push_0.4", [[2.0, 4.0, 8.0], [2.0, 4.0, 8.0]]),
+    ):
+        folder = tmp_path / setting
+        folder.mkdir()
+        runs = pd.DataFrame(
+            [
+                {
+                    "env_id": "Asterix",
+                    "seed": s,
+                    "final_eval_return": 10.0 * s + len(setting),
+                    "final_train_return_last_50k": 1.0,
+                }
+                | {"wall_time_min": 20.0, "machine": "m", "commit": "abc", "frames": 60_000}
+                for s in (2, 1)
+            ]
+        )
+        runs.to_csv(folder / "runs.csv", index=False)
+        train = [
+            (s, 20_000 * b + 10_000, r, b + 1.0)
+            for s, seed_returns in zip((1, 2), returns)
+            for b, r in enumerate(seed_returns)
+        ]
+        pd.DataFrame(train, columns=["seed", "step", "train_return", "minutes"]).to_csv(
+            folder / "Asterix_train.csv", index=False
+        )
+        folders.append(str(folder))
+    tools.run_compare(tools.Compare(runs=tuple(folders), out=str(tmp_path / "out")))
+    experiment = pd.read_csv(tmp_path / "out" / "experiment.csv")
+    assert sorted(zip(experiment.setting, experiment.seed)) == [
+        ("push_0.4", 1),
+        ("push_0.4", 2),
+        ("ratio_0", 1),
+        ("ratio_0", 2),
+    ]
+    rows = (tmp_path / "out" / "compare.md").read_text().splitlines()
+    cells = {row.split("|")[2].strip(): [c.strip() for c in row.split("|")[1:-1]] for row in rows[2:4]}
+    # seeds in order; best last mean 8, levels 2 / 4 / 6: ratio_0's mean curve 1, 2.5, 4; push_0.4's 2, 4, 8
+    assert cells["ratio_0"][3] == "22.00 (17.00 / 27.00)" and cells["push_0.4"][3] == "23.00 (18.00 / 28.00)"
+    assert cells["ratio_0"][6].startswith("30k / 50k / never") and cells["push_0.4"][6].startswith("10k / 30k / 50k")
