@@ -1222,7 +1222,7 @@ def ppo_comparison(out: str) -> list[str]:
     axes[1, 0].set_ylabel("evaluation return")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize="small")
-    fig.suptitle("MuZero and PPO on the same 2-core CPU, every seed", fontsize="medium")
+    fig.suptitle("MuZero and PPO, every seed (machines: results.md)", fontsize="medium")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     fig.savefig(os.path.join(out, "ppo.png"), dpi=100)
     plt.close(fig)
