@@ -1108,8 +1108,9 @@ def run_report(cfg: Report):
     floor = pd.read_csv(random_path).set_index("env_id").random_return if os.path.exists(random_path) else {}
     steps = "agent steps" if runs.env_id.str.contains("-v").all() else "frames"  # Atari: --frame-skip frames a step
     rows = [
-        f"| game | seeds | final eval return (mean ± std) | random policy | {steps} | wall time per run (min) | CPU steal |",
-        "|---|---|---|---|---|---|---|",
+        f"| game | seeds | final eval return (mean ± std) | per seed | random policy | {steps} | wall time per run (min) "
+        "| CPU steal |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for env_id, group in runs.groupby("env_id"):
         plot_returns(out, env_id, group.exp_name.iloc[0], floor.get(env_id))
@@ -1117,7 +1118,7 @@ def run_report(cfg: Report):
         std = final.std(ddof=0)
         rows.append(
             f"| {env_id} | {', '.join(map(str, group.seed))} | {final.mean():.2f} ± {std:.2f} | "
-            f"{floor.get(env_id, float('nan')):.2f} | {group.frames.max():,} | "
+            f"{' / '.join(f'{r:.2f}' for r in final)} | {floor.get(env_id, float('nan')):.2f} | {group.frames.max():,} | "
             f"{group.wall_time_min.min():.1f} – {group.wall_time_min.max():.1f} | "
             f"{100 * group.cpu_steal.min():.0f} – {100 * group.cpu_steal.max():.0f}% |"
         )

@@ -285,7 +285,9 @@ def test_benchmark_results_step(two_runs, tmp_path):
     assert runs.seed.tolist() == [3, 4] and runs.wall_time_min.tolist() == [1.0, 2.0]
     final = evals[-1][1]
     table = open(out / "results.md").read()
-    assert f"| Breakout | 3, 4 | {final:.2f} ± 0.00 | 0.25 | 1,536 | 1.0 – 2.0 | 10 – 30% |" in table
+    assert (
+        f"| Breakout | 3, 4 | {final:.2f} ± 0.00 | {final:.2f} / {final:.2f} | 0.25 | 1,536 | 1.0 – 2.0 | 10 – 30% |" in table
+    )
     assert "/Breakout.png)" in open(out / "figures.md").read()
     with open(out / "Breakout.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
