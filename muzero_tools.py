@@ -1185,10 +1185,12 @@ def ppo_comparison(out: str) -> list[str]:
     ppo = pd.read_csv(os.path.join(out, "ppo", "ppo.csv"))
     runs = pd.read_csv(os.path.join(out, "runs.csv"))
     games = sorted(set(runs.env_id) & set(ppo.env_id))
-    fig, axes = plt.subplots(2, len(games), figsize=(3.2 * len(games), 6), squeeze=False)
+    fig, axes = plt.subplots(2, len(games), figsize=(max(3.2 * len(games), 7), 6), squeeze=False)
 
-    def cell(returns: pd.Series) -> str:
-        return f"{returns.mean():.1f} ± {returns.std(ddof=0):.1f}" if returns.notna().all() else "–"
+    def cell(returns: pd.Series) -> str:  # one seed: its value; several: mean ± std
+        if not returns.notna().all():
+            return "–"
+        return f"{returns.mean():.1f}" + (f" ± {returns.std(ddof=0):.1f}" if len(returns) > 1 else "")
 
     rows = [
         "| game | ours: frames, minutes | ours: final eval return | PPO at our frames | PPO at our minutes "
@@ -1207,24 +1209,19 @@ def ppo_comparison(out: str) -> list[str]:
         curves = pd.read_csv(os.path.join(out, f"{env_id}.csv"))
         for row, (x, label) in enumerate((("frames", "environment frames"), ("minutes", "wall-clock minutes"))):
             ax = axes[row, column]
-            for seed, run in curves.groupby("seed"):
-                ax.plot(
-                    run.step if x == "frames" else run.minutes,
-                    run.eval_return,
-                    "o-",
-                    color="C0",
-                    ms=3,
-                    label="MuZero (ours)" if seed == curves.seed.min() else None,
-                )
-            for seed, run in theirs.groupby("seed"):
-                ax.plot(run[x], run.eval_return, "-", color="C1", label="PPO (gymnax)" if seed == theirs.seed.min() else None)
+            for (seed, run), marker in zip(curves.groupby("seed"), "osD^v<>"):  # a marker per seed
+                x_values = run.step if x == "frames" else run.minutes
+                ax.plot(x_values, run.eval_return, marker + "-", color="C0", ms=4, label=f"MuZero (ours), seed {seed}")
+            for (seed, run), style in zip(theirs.groupby("seed"), ["-", "--", ":", "-."]):  # a line style per seed
+                ax.plot(run[x], run.eval_return, style, color="C1", label=f"PPO (gymnax), seed {seed}")
             ax.set(xscale="log", xlabel=f"{label} (log)", title=game_title(env_id) if row == 0 else None)
         axes[0, column].set_ylabel("evaluation return" if column == 0 else None)
     axes[1, 0].set_ylabel("evaluation return")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize="small")
+    ncol = min(len(labels), max(2, len(games)))
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize="small")
     fig.suptitle("MuZero and PPO, every seed (machines: results.md)", fontsize="medium")
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.tight_layout(rect=(0, 0.04 * (1 + (len(labels) - 1) // ncol) + 0.02, 1, 1))
     fig.savefig(os.path.join(out, "ppo.png"), dpi=100)
     plt.close(fig)
     return rows + [

@@ -579,6 +579,11 @@ def test_ppo_comparison_takes_each_seeds_last_evaluation_by_our_frames_and_minut
     # ours 45 ± 5; PPO by 300k frames: 2 and 4; by 21 minutes: 30 and 20; at the end: 35 and 45 after 41.5 min
     assert cells == ["Breakout", "300,000, 21.0", "45.0 ± 5.0", "3.0 ± 1.0", "25.0 ± 5.0", "10,000,000, 41.5", "40.0 ± 5.0"]
     assert (tmp_path / "ppo.png").stat().st_size > 10_000
+    # one PPO seed: its values, no spread
+    one = pd.read_csv(tmp_path / "ppo" / "ppo.csv")
+    one[one.seed == 1].to_csv(tmp_path / "ppo" / "ppo.csv", index=False)
+    cells = [c.strip() for c in tools.ppo_comparison(str(tmp_path))[2].split("|")[1:-1]]
+    assert cells[2:] == ["45.0 ± 5.0", "2.0", "30.0", "10,000,000, 41.0", "35.0"]
 
 
 def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
