@@ -1209,10 +1209,12 @@ def ppo_comparison(out: str) -> list[str]:
         curves = pd.read_csv(os.path.join(out, f"{env_id}.csv"))
         for row, (x, label) in enumerate((("frames", "environment frames"), ("minutes", "wall-clock minutes"))):
             ax = axes[row, column]
-            for (seed, run), marker in zip(curves.groupby("seed"), "osD^v<>"):  # a marker per seed
+            for i, (seed, run) in enumerate(curves.groupby("seed")):  # a marker per seed
                 x_values = run.step if x == "frames" else run.minutes
+                marker = "osD^v<>"[i % 7]
                 ax.plot(x_values, run.eval_return, marker + "-", color="C0", ms=4, label=f"MuZero (ours), seed {seed}")
-            for (seed, run), style in zip(theirs.groupby("seed"), ["-", "--", ":", "-."]):  # a line style per seed
+            for i, (seed, run) in enumerate(theirs.groupby("seed")):  # a line style per seed
+                style = ["-", "--", ":", "-."][i % 4]
                 ax.plot(run[x], run.eval_return, style, color="C1", label=f"PPO (gymnax), seed {seed}")
             ax.set(xscale="log", xlabel=f"{label} (log)", title=game_title(env_id) if row == 0 else None)
         axes[0, column].set_ylabel("evaluation return" if column == 0 else None)
