@@ -76,12 +76,11 @@ def main(out: str):
     url = f"http://localhost:{server.server_address[1]}"
     os.makedirs(out, exist_ok=True)
     rows = []
-    for html in sorted(n for n in os.listdir(site) if os.path.exists(os.path.join(site, n, "index.html"))):
-        height = page_screens(url, f"{html}/", os.path.join(out, f"{html}.png"))
-        rows.append({"page": f"{html}.md", "height_px": height, "screens": round(height / SCREEN, 1)})
-        print(f"{html}.md: {height} px, {height / SCREEN:.1f} screens", flush=True)
-    height = page_screens(url, "", os.path.join(out, "index.png"))
-    rows.insert(0, {"page": "index.md", "height_px": height, "screens": round(height / SCREEN, 1)})
+    folders = sorted(n for n in os.listdir(site) if os.path.exists(os.path.join(site, n, "index.html")))
+    for folder, name in [("", "index"), *((f"{n}/", n) for n in folders)]:  # index.md is the site's root
+        height = page_screens(url, folder, os.path.join(out, f"{name}.png"))
+        rows.append({"page": f"{name}.md", "height_px": height, "screens": round(height / SCREEN, 1)})
+        print(f"{name}.md: {height} px, {height / SCREEN:.1f} screens", flush=True)
     server.shutdown()
     shutil.rmtree(site)
     table = pd.DataFrame(rows).assign(commit=git_commit(out), machine=machine_line())

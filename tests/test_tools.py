@@ -631,3 +631,16 @@ def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
     # seeds in order; best last mean 8, levels 2 / 4 / 6: ratio_0's mean curve 1, 2.5, 4; push_0.4's 2, 4, 8
     assert cells["ratio_0"][3] == "22.00 (17.00 / 27.00)" and cells["push_0.4"][3] == "23.00 (18.00 / 28.00)"
     assert cells["ratio_0"][6].startswith("30k / 50k / never") and cells["push_0.4"][6].startswith("10k / 30k / 50k")
+
+
+def test_report_lists_each_seeds_final_evaluation_in_the_order_of_its_seeds(tmp_path):
+    runs = pd.DataFrame([{"env_id": "Breakout", "seed": s, "run_name": "r", "exp_name": "muzero_minatar", "frames": 1536,
+                          "final_eval_return": r, "wall_time_min": 1.0, "cpu_steal": 0.0, "commit": "c", "machine": "m"}
+                         for s, r in ((3, 1.5), (4, 2.5))])  # fmt: skip
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    curve = pd.DataFrame([{"env_id": "Breakout", "seed": s, "step": t, "eval_return": 1.0, "train_return": 1.0,
+                           "minutes": t / 1000} for s in (3, 4) for t in (768, 1536)])  # fmt: skip
+    curve.to_csv(tmp_path / "Breakout.csv", index=False)
+    curve.to_csv(tmp_path / "Breakout_train.csv", index=False)
+    tools.run_report(tools.Report(str(tmp_path)))
+    assert "| Breakout | 3, 4 | 2.00 ± 0.50 | 1.50 / 2.50 |" in open(tmp_path / "results.md").read()
