@@ -26,12 +26,15 @@ from typing import Literal, NamedTuple, get_args
 
 # XLA's CPU backend, set before jax starts (a user's own XLA_FLAGS come after ours and win). YNNPACK fusions off:
 # for this network's small convolutions they make the learner's update about 1.3x slower (docs: Speed). The
-# other three make a seed give the same numbers on every x86-64 CPU (docs: Reproducibility): code for AVX2 at
-# most, no XNNPACK kernels (XNNPACK picks its own by the host's features), no math that may differ by CPU.
+# other three make a seed give the same numbers on every x86-64 CPU with the same cache sizes (docs:
+# Reproducibility): code for AVX2 at most, no XNNPACK kernels (XNNPACK picks its own by the host's features), no
+# math that may differ by CPU; and matrix products in Eigen's own kernel instead of oneDNN's, which picks AVX-512
+# code where the host has it.
 os.environ["XLA_FLAGS"] = (
     "--xla_cpu_experimental_ynn_fusion_type= --xla_cpu_max_isa=AVX2 --xla_cpu_use_xnnpack=false "
     "--xla_cpu_enable_platform_dependent_math=false " + os.environ.get("XLA_FLAGS", "")
 )
+os.environ.setdefault("TENSORFLOW_USE_CUSTOM_CONTRACTION_KERNEL", "false")
 
 import flax
 import flax.linen as nn

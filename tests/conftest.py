@@ -1,10 +1,12 @@
 import atexit
+import glob
 import json
 import os
 import shutil
 import sys
 import tempfile
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -22,6 +24,22 @@ os.environ.update(
 GOLDEN_DIR = os.path.join(ROOT, "tests", "golden")
 
 
+def cpu_caches() -> str:
+    """This machine's data and unified caches as Linux reports them for cpu0, e.g. "L1d 32K, L2 512K, L3 32768K":
+    Eigen sizes the blocks of a matrix product by them, which sets the order of its sums (docs/reproducibility.md)."""
+    caches = []
+    for index in sorted(glob.glob("/sys/devices/system/cpu/cpu0/cache/index*")):
+        level, kind, size = (open(os.path.join(index, f)).read().strip() for f in ("level", "type", "size"))
+        if kind != "Instruction":
+            caches.append(f"L{level}{'d' if kind == 'Data' else ''} {size}")
+    return ", ".join(caches)
+
+
+def golden_path(name: str, caches: str) -> str:
+    """tests/golden/{name}.{caches}.json, e.g. muzero_minatar.L1d-32K_L2-512K_L3-32768K.json"""
+    return os.path.join(GOLDEN_DIR, f"{name}.{caches.replace(', ', '_').replace(' ', '-')}.json")
+
+
 def golden_text(golden: dict) -> str:
     """The golden file's JSON with one line per logged tag, so that a diff shows which series moved."""
     series = ",\n".join(f"  {json.dumps(tag)}: {json.dumps(values)}" for tag, values in golden["series"].items())
@@ -29,53 +47,77 @@ def golden_text(golden: dict) -> str:
     return f'{head},\n "series": {{\n{series}\n }}\n}}\n'
 
 
+def first_difference(got: list, expected: list) -> int | None:
+    """Index of the first entry where two series differ (a missing or extra entry counts), None if equal."""
+    if got == expected:
+        return None
+    return next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+
+
+def check_across_caches(series: dict, golden: dict) -> list[str]:
+    """What a run on other caches shares with a golden run (docs/reproducibility.md): every entry logged before
+    the first losses, value for value, and the first entry of each loss to 10% (the updates before it trained on
+    data that parameters already differing in their last bits played). Returns the differences found."""
+    first_update = min(values[0][0] for tag, values in golden["series"].items() if tag.startswith("losses/"))
+    problems = []
+    for tag, expected in golden["series"].items():
+        got = series[tag]
+        if tag.startswith("losses/"):
+            (step, value), (want_step, want) = got[0], expected[0]
+            if step != want_step or not np.isclose(value, want, rtol=0.1, atol=1e-6):
+                problems.append(f"{tag}: first entry {[step, value]} instead of {[want_step, want]}")
+        elif [e for e in got if e[0] < first_update] != [e for e in expected if e[0] < first_update]:
+            problems.append(f"{tag}: entries before step {first_update} differ")
+    return problems
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--update-golden",
         action="store_true",
-        help="write tests/golden/*.json from this machine's runs instead of comparing with them",
+        help="write tests/golden/*.json of this machine's CPU caches from its runs instead of comparing with them",
     )
 
 
 @pytest.fixture(scope="session")
 def golden(request):
-    """golden(name, command, series) checks a short run's logged values, {tag: [(step, value), ...]}, against
-    tests/golden/{name}.json value for value (the same seed and pinned install give the same numbers; which
-    CPU lines agree is in docs/reproducibility.md); with --update-golden it writes that file, with the machine
-    line and the command that made it."""
+    """golden(name, command, series) checks a short run's logged values, {tag: [(step, value), ...]}, against the
+    golden run of this machine's CPU caches, tests/golden/{name}.{caches}.json, value for value (the same seed and
+    pinned install give the same numbers where the caches are the same). Where no golden run has this machine's
+    caches, it checks what runs on other caches share with each one committed (check_across_caches). With
+    --update-golden it writes this machine's file, with the machine line and the command that made it."""
     update = request.config.getoption("--update-golden")
 
     def check(name: str, command: list[str], series: dict):
-        path = os.path.join(GOLDEN_DIR, f"{name}.json")
+        caches = cpu_caches()
+        path = golden_path(name, caches)
         # sorted within a tag: threads of one process may write the entries of one step in either order
         series = {tag: sorted([step, value] for step, value in values) for tag, values in sorted(series.items())}
         if update:
             from muzero_tools import git_commit, machine_line
 
             os.makedirs(GOLDEN_DIR, exist_ok=True)
+            made_by = {"command": " ".join(command), "machine": machine_line(), "caches": caches}
             with open(path, "w") as f:
-                f.write(
-                    golden_text(
-                        {
-                            "command": " ".join(command),
-                            "machine": machine_line(),
-                            "commit": git_commit(GOLDEN_DIR),
-                            "series": series,
-                        }
-                    )
-                )
+                f.write(golden_text({**made_by, "commit": git_commit(GOLDEN_DIR), "series": series}))
             return
-        with open(path) as f:
-            expected = json.load(f)
-        assert expected["command"] == " ".join(command), f"{path} was made by another command: --update-golden"
-        assert sorted(series) == sorted(expected["series"]), "other tags logged"
-        for tag, values in expected["series"].items():
-            got = series[tag]
-            first = next((i for i, (a, b) in enumerate(zip(got, values)) if a != b), min(len(got), len(values)))
-            assert got == values, (
-                f"{tag} differs from the golden run made on {expected['machine']} at "
-                f"{expected['commit']}, from entry {first} on: {got[first : first + 2]} instead of "
-                f"{values[first : first + 2]} ([step, value])"
-            )
+        paths = [path] if os.path.exists(path) else sorted(glob.glob(os.path.join(GOLDEN_DIR, f"{name}.*.json")))
+        assert paths, f"no golden run of {name} in {GOLDEN_DIR}: --update-golden"
+        for golden_file in paths:
+            with open(golden_file) as f:
+                expected = json.load(f)
+            assert expected["command"] == " ".join(command), f"{golden_file} was made by another command: --update-golden"
+            assert sorted(series) == sorted(expected["series"]), "other tags logged"
+            made_on = f"the golden run made on {expected['machine']} ({expected['caches']}) at {expected['commit']}"
+            if golden_file != path:
+                problems = check_across_caches(series, expected)
+                assert not problems, f"on caches {caches}, against {made_on}: " + "; ".join(problems)
+                continue
+            for tag, values in expected["series"].items():
+                first = first_difference(series[tag], values)
+                assert first is None, (
+                    f"{tag} differs from {made_on}, from entry {first} on: {series[tag][first : first + 2]} instead "
+                    f"of {values[first : first + 2]} ([step, value])"
+                )
 
     return check

@@ -225,6 +225,28 @@ def test_golden_run_muzero_minatar(two_runs, golden):
     golden("muzero_minatar", ["python", "muzero_minatar.py", *SMALL_RUN, "--save-model"], scalars(run_dir, RUN_TAGS))
 
 
+def test_golden_runs_on_other_caches_share_what_a_new_machine_is_held_to():
+    """The committed golden runs of one script made on different CPU caches agree where check_across_caches asks
+    a machine without a golden run of its own to agree; and that check finds a change in either part."""
+    from conftest import GOLDEN_DIR, check_across_caches
+
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(GOLDEN_DIR, "*.json"))):
+        with open(path) as f:
+            runs.setdefault(os.path.basename(path).split(".")[0], []).append(json.load(f))
+    assert sorted(runs) == ["muzero_atari_multigpu", "muzero_breakthrough", "muzero_minatar", "muzero_minatar_reanalyze"]
+    pairs = [(a, b) for made in runs.values() for i, a in enumerate(made) for b in made[i + 1 :]]
+    assert len(pairs) >= 4 and all(a["caches"] != b["caches"] for a, b in pairs)
+    for a, b in pairs:
+        assert check_across_caches(a["series"], b) == [] == check_across_caches(b["series"], a)
+    golden = runs["muzero_minatar"][0]
+    acting = {**golden["series"], "charts/root_value": [[256, 0.5]] + golden["series"]["charts/root_value"][1:]}
+    loss = dict(golden["series"])
+    loss["losses/total_loss"] = [[step, value * 1.2] for step, value in loss["losses/total_loss"]]
+    assert check_across_caches(acting, golden) == ["charts/root_value: entries before step 512 differ"]
+    assert [p.split(":")[0] for p in check_across_caches(loss, golden)] == ["losses/total_loss"]
+
+
 def test_golden_run_muzero_minatar_reanalyze(reanalyze_runs, golden):
     golden(
         "muzero_minatar_reanalyze",
