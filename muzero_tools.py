@@ -68,6 +68,11 @@ ELO_PER_LOGIT = 400 / np.log(10)  # Elo's scale: a 400-point gap is 10:1 odds
 # ---------------------------------------------------------------------------------------------
 # Bradley-Terry ratings
 # ---------------------------------------------------------------------------------------------
+def read_table(path: str) -> pd.DataFrame:
+    """A results table (csv); its commit column stays text (a short hash such as 97e0696 would parse as a number)."""
+    return pd.read_csv(path, dtype={"commit": str})
+
+
 def bradley_terry(wins: np.ndarray, anchor: int = 0, prior_games: float = 0.0, confidence: float = 0.95):
     """Ratings from a matrix of results, wins[i, j] = games player i won against player j.
 
@@ -279,7 +284,7 @@ def run_match(cfg: Match):
         path = os.path.join(cfg.out, "matches.csv")
         table = pd.DataFrame([row])
         if os.path.exists(path):
-            old = pd.read_csv(path)
+            old = read_table(path)
             old = old[~((old.model == row["model"]) & (old.opponent == opponent) & (old.match_seed == cfg.seed))]
             table = pd.concat([old, table], ignore_index=True)
         table.sort_values(["seed", "plies", "opponent"], kind="stable").to_csv(path, index=False)
@@ -959,7 +964,7 @@ def commit_at(unix_time: int) -> str:
 def replace_rows(path: str, new, env_id: str, seed: int):
     """Writes `new` into the CSV at `path` in place of its rows of (env_id, seed)."""
     if os.path.exists(path):
-        old = pd.read_csv(path)
+        old = read_table(path)
         old = old[~((old.env_id == env_id) & (old.seed == seed))]
         new = pd.concat([old, new], ignore_index=True)
     new.sort_values(["env_id", "seed"] + (["step"] if "step" in new else []), kind="stable").to_csv(path, index=False)
@@ -1103,9 +1108,9 @@ def run_report(cfg: Report):
     if os.path.exists(os.path.join(cfg.out, "win_rates.csv")):
         return report_win_rates(cfg.out)
     out = cfg.out
-    runs = pd.read_csv(os.path.join(out, "runs.csv"))
+    runs = read_table(os.path.join(out, "runs.csv"))
     random_path = os.path.join(out, "random.csv")
-    floor = pd.read_csv(random_path).set_index("env_id").random_return if os.path.exists(random_path) else {}
+    floor = read_table(random_path).set_index("env_id").random_return if os.path.exists(random_path) else {}
     steps = "agent steps" if runs.env_id.str.contains("-v").all() else "frames"  # Atari: --frame-skip frames a step
     rows = [
         f"| game | seeds | final eval return (mean ± std) | per seed | random policy | {steps} | wall time per run (min) "
@@ -1145,8 +1150,8 @@ def run_report(cfg: Report):
 def plot_returns(out: str, env_id: str, exp_name: str, floor: float | None):
     """`{out}/{env_id}.png`: each seed's evaluation returns (markers; the test planner) and binned training returns
     (dashed), in the seed's colour, against frames (left) and wall-clock minutes (right); the random policy's return dotted."""
-    evals = pd.read_csv(os.path.join(out, f"{env_id}.csv"))
-    train = pd.read_csv(os.path.join(out, f"{env_id}_train.csv"))
+    evals = read_table(os.path.join(out, f"{env_id}.csv"))
+    train = read_table(os.path.join(out, f"{env_id}_train.csv"))
     seeds = sorted(evals.seed.unique())
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
     frames = "agent steps (--frame-skip frames each)" if "-v" in env_id else "environment frames"
@@ -1182,8 +1187,8 @@ def ppo_comparison(out: str) -> list[str]:
     """The runs in `out` beside the PPO baseline's (benchmark/ppo_minatar_gymnax.py, `{out}/ppo/ppo.csv`) at the
     same frames, the same wall-clock minutes and at its own budget: the rows of a markdown table, and `{out}/ppo.png`
     (every seed's evaluations of both against frames and against minutes, a column per game)."""
-    ppo = pd.read_csv(os.path.join(out, "ppo", "ppo.csv"))
-    runs = pd.read_csv(os.path.join(out, "runs.csv"))
+    ppo = read_table(os.path.join(out, "ppo", "ppo.csv"))
+    runs = read_table(os.path.join(out, "runs.csv"))
     games = sorted(set(runs.env_id) & set(ppo.env_id))
     fig, axes = plt.subplots(2, len(games), figsize=(max(3.2 * len(games), 7), 6), squeeze=False)
 
@@ -1206,7 +1211,7 @@ def ppo_comparison(out: str) -> list[str]:
             f"| {cell(at_most(theirs, 'frames', frames))} | {cell(at_most(theirs, 'minutes', minutes))} "
             f"| {final.frames.max():,}, {final.minutes.mean():.1f} | {cell(final.eval_return)} |"
         )
-        curves = pd.read_csv(os.path.join(out, f"{env_id}.csv"))
+        curves = read_table(os.path.join(out, f"{env_id}.csv"))
         for row, (x, label) in enumerate((("frames", "environment frames"), ("minutes", "wall-clock minutes"))):
             ax = axes[row, column]
             for i, (seed, run) in enumerate(curves.groupby("seed")):  # a marker per seed
@@ -1237,8 +1242,8 @@ def ppo_comparison(out: str) -> list[str]:
 
 
 def report_win_rates(out: str):
-    runs = pd.read_csv(os.path.join(out, "runs.csv"))
-    curves = pd.read_csv(os.path.join(out, "win_rates.csv"))
+    runs = read_table(os.path.join(out, "runs.csv"))
+    curves = read_table(os.path.join(out, "win_rates.csv"))
     seeds = sorted(curves.seed.unique())
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
     for ax, x, label in (
@@ -1272,7 +1277,7 @@ def report_win_rates(out: str):
     fig.savefig(os.path.join(out, "win_rates.png"), dpi=100)
     plt.close(fig)
     matches_path = os.path.join(out, "matches.csv")
-    matches = pd.read_csv(matches_path) if os.path.exists(matches_path) else pd.DataFrame(columns=["seed", "plies"])
+    matches = read_table(matches_path) if os.path.exists(matches_path) else pd.DataFrame(columns=["seed", "plies"])
     rows = []
     if len(matches):
         final = matches.merge(runs[["seed", "plies"]], on=["seed", "plies"])  # the final model of each run
@@ -1389,7 +1394,7 @@ class Select:
 def run_select(cfg: Select):
     os.makedirs(cfg.out, exist_ok=True)
     for name in ["runs.csv"] + [f"{g}{suffix}.csv" for g in cfg.games for suffix in ("", "_train")]:
-        table = pd.read_csv(os.path.join(cfg.runs, name))
+        table = read_table(os.path.join(cfg.runs, name))
         chosen = table[table.env_id.isin(cfg.games) & table.seed.isin(cfg.seeds)]
         for (env_id, seed), rows in chosen.groupby(["env_id", "seed"]):
             replace_rows(os.path.join(cfg.out, name), rows, env_id, seed)
@@ -1411,7 +1416,7 @@ def run_compare(cfg: Compare):
     folders, out = cfg.runs, cfg.out
     os.makedirs(out, exist_ok=True)
     labels = [os.path.basename(os.path.normpath(f)) for f in folders]
-    runs = {label: pd.read_csv(os.path.join(f, "runs.csv")) for label, f in zip(labels, folders)}
+    runs = {label: read_table(os.path.join(f, "runs.csv")) for label, f in zip(labels, folders)}
     table = pd.concat([r.assign(setting=label) for label, r in runs.items()])
     table[["env_id", "seed", "setting", *(c for c in table if c not in ("env_id", "seed", "setting"))]].to_csv(
         os.path.join(out, "experiment.csv"), index=False
@@ -1423,7 +1428,7 @@ def run_compare(cfg: Compare):
         "|---|---|---|---|---|---|---|",
     ]
     for env_id in games:
-        trains = {label: pd.read_csv(os.path.join(f, f"{env_id}_train.csv")) for label, f in zip(labels, folders)}
+        trains = {label: read_table(os.path.join(f, f"{env_id}_train.csv")) for label, f in zip(labels, folders)}
         # the best configuration's training return at its last bin (Freeway: no episode ends in the last 50k)
         best = max(seed_curve(t)["mean"].iloc[-1] for t in trains.values())
         levels = [best * q for q in (0.25, 0.5, 0.75)]
@@ -1482,7 +1487,7 @@ class CpuLines:
 def run_cpu_lines(cfg: CpuLines):
     path = os.path.join(cfg.out, "cpu_lines.csv")
     table = (
-        pd.read_csv(path)
+        read_table(path)
         if os.path.exists(path)
         else pd.DataFrame(columns=["script", "machine", "identical", "commit", "date", "note"])
     )

@@ -644,3 +644,9 @@ def test_report_lists_each_seeds_final_evaluation_in_the_order_of_its_seeds(tmp_
     curve.to_csv(tmp_path / "Breakout_train.csv", index=False)
     tools.run_report(tools.Report(str(tmp_path)))
     assert "| Breakout | 3, 4 | 2.00 ± 0.50 | 1.50 / 2.50 |" in open(tmp_path / "results.md").read()
+
+
+def test_read_table_keeps_a_numeric_looking_commit_as_text(tmp_path):
+    path = tmp_path / "runs.csv"
+    path.write_text("env_id,commit\nBreakout,97e0696\nAsterix,2908cbe\n")
+    assert list(tools.read_table(str(path)).commit) == ["97e0696", "2908cbe"]
