@@ -68,11 +68,6 @@ ELO_PER_LOGIT = 400 / np.log(10)  # Elo's scale: a 400-point gap is 10:1 odds
 # ---------------------------------------------------------------------------------------------
 # Bradley-Terry ratings
 # ---------------------------------------------------------------------------------------------
-def read_table(path: str) -> pd.DataFrame:
-    """A results table (csv); its commit column stays text (a short hash such as 97e0696 would parse as a number)."""
-    return pd.read_csv(path, dtype={"commit": str})
-
-
 def bradley_terry(wins: np.ndarray, anchor: int = 0, prior_games: float = 0.0, confidence: float = 0.95):
     """Ratings from a matrix of results, wins[i, j] = games player i won against player j.
 
@@ -959,6 +954,11 @@ def commit_at(unix_time: int) -> str:
         ).stdout.strip()
         or "unknown"
     )
+
+
+def read_table(path: str) -> pd.DataFrame:
+    """A results table (csv); its commit column stays text (a short hash such as 97e0696 would parse as a number)."""
+    return pd.read_csv(path, dtype={"commit": str})
 
 
 def replace_rows(path: str, new, env_id: str, seed: int):
