@@ -135,7 +135,7 @@ class Args:
     """c1 of PUCT in evaluation (muzero planner; thesis: 1.75)"""
     pb_c_base: float = 19652.0
     """c2 of PUCT (muzero planner; thesis: 19652)"""
-    temperature: float = 0.5
+    temperature: float = 1.0
     """visit-count temperature of the action in training (muzero planner; thesis: 1.0)"""
     eval_temperature: float = 0.25
     """visit-count temperature of the action in evaluation (muzero planner; thesis: 0.25)"""
