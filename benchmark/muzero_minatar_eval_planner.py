@@ -1,6 +1,7 @@
 """How much of a MinAtar model's evaluation return is the evaluation planner's noise? Saved models evaluated with
 the thesis' test planner (Table 5.1: temperature 0.25 over visit counts, Dirichlet noise 0.1 at the root, the
-scripts' default) and with a greedy one (the most visited action, no root noise), on the same episodes:
+scripts' default), with a greedy one (the most visited action, no root noise) and with the training planner (its
+temperature, Dirichlet noise, c1 and simulations), on the same episodes:
 
     python benchmark/muzero_minatar_eval_planner.py --models runs/*/muzero_minatar.muzero_model --episodes 128 \
         --out docs/benchmark/muzero_minatar/eval_planner
@@ -20,8 +21,14 @@ import pandas as pd  # noqa: E402
 from muzero_tools import fail, git_commit, load_model, machine_line, play  # noqa: E402
 
 PLANNERS = {  # flag values replacing the model's own, for its evaluation planner only
-    "thesis": {},
-    "greedy": {"eval_temperature": 0.0, "dirichlet_fraction": 0.0},
+    "thesis": lambda a: {},
+    "greedy": lambda a: {"eval_temperature": 0.0, "dirichlet_fraction": 0.0},
+    "training": lambda a: {
+        "eval_temperature": a.temperature,
+        "eval_dirichlet_alpha": a.dirichlet_alpha,
+        "eval_pb_c_init": a.pb_c_init,
+        "eval_num_simulations": a.num_simulations,
+    },
 }
 
 
@@ -32,7 +39,7 @@ def evaluate_planners(models: list[str], episodes: int, seed: int) -> pd.DataFra
         if args.planner != "muzero":
             fail(f"--models {path}: a {args.planner} planner; its evaluation has no noise to remove")
         for name, flags in PLANNERS.items():
-            returns = play(script, dataclasses.replace(args, **flags), net, params, episodes, seed, "random")[0]
+            returns = play(script, dataclasses.replace(args, **flags(args)), net, params, episodes, seed, "random")[0]
             rows.append(
                 {
                     "model": path,

@@ -383,22 +383,34 @@ def test_budget_searches_with_each_budget_and_reports_that_evaluation(tmp_path):
     assert pd.read_csv(tmp_path / "budget" / "budget.csv").shape == (2, 6)
 
 
-def test_eval_planner_benchmark_compares_the_thesis_planner_with_a_greedy_noise_free_one(tmp_path, capsys):
+def test_eval_planner_benchmark_compares_the_thesis_planner_with_a_greedy_one_and_the_training_one(tmp_path, capsys):
     """benchmark/muzero_minatar_eval_planner.py: each model's returns with its own evaluation planner and with the
-    greedy one (temperature 0, no root noise), whose every action is a most visited root action."""
+    greedy one (temperature 0, no root noise), whose every action is a most visited root action, and with the training
+    planner (its temperature, noise, c1 and simulations)."""
     import muzero_minatar as m
 
     bench = load_benchmark("muzero_minatar_eval_planner")
     args, net, params = small_agent(m, env_id="Breakout", eval_num_simulations=6, max_episode_steps=40)
     m.save_model(str(tmp_path / "model.muzero_model"), args, params)
     table = bench.evaluate_planners([str(tmp_path / "model.muzero_model")], episodes=3, seed=5)
-    assert table.planner.tolist() == ["thesis", "greedy"] and (table.episodes == 3).all()
+    assert table.planner.tolist() == ["thesis", "greedy", "training"] and (table.episodes == 3).all()
     greedy_args = dataclasses.replace(args, eval_temperature=0.0, dirichlet_fraction=0.0)
-    for row, flags in zip(table.itertuples(), (args, greedy_args)):
+    training_args = dataclasses.replace(
+        args,
+        eval_temperature=args.temperature,
+        eval_dirichlet_alpha=args.dirichlet_alpha,
+        eval_pb_c_init=args.pb_c_init,
+        eval_num_simulations=args.num_simulations,
+    )
+    recordings = []
+    for row, flags in zip(table.itertuples(), (args, greedy_args, training_args)):
         returns, _, recording = tools.play(m, flags, net, params, 3, 5, "random", record=True)
         assert row.mean == pytest.approx(returns.mean()) and row.stderr == pytest.approx(returns.std(ddof=1) / np.sqrt(3))
-    visits = [np.asarray(tree.children_visits[0, 0]) for tree in recording.trees]  # the greedy run's episode 0
-    assert all(v[action] == v.max() for v, action in zip(visits, recording.actions))
+        recordings.append(recording)
+    visits = [np.asarray(tree.children_visits[0, 0]) for tree in recordings[1].trees]  # the greedy run's episode 0
+    assert all(v[action] == v.max() for v, action in zip(visits, recordings[1].actions))
+    root_visits = [{int(tree.node_visits[0, 0]) for tree in r.trees} for r in recordings]  # simulations + 1
+    assert root_visits == [{7}, {7}, {args.num_simulations + 1}] and args.num_simulations != 6
     gumbel = dataclasses.replace(args, planner="gumbel")
     m.save_model(str(tmp_path / "gumbel.muzero_model"), gumbel, params)
     with pytest.raises(SystemExit) as exit_:
