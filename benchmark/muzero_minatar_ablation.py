@@ -26,7 +26,7 @@ import pandas as pd
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository: muzero_tools
-from muzero_tools import REPO, git_commit, machine_line, write_markdown  # noqa: E402
+from muzero_tools import REPO, git_commit, machine_line, read_table, write_markdown  # noqa: E402
 
 # The acting search every lever below was measured with: 8 simulations, the default until the simulations_16
 # lever made it 16. The later levers start from today's defaults with it.
@@ -192,7 +192,7 @@ def run(a):
 
 def store(new: pd.DataFrame, path: str):
     if os.path.exists(path):
-        old = pd.read_csv(path)
+        old = read_table(path)
         key = old[KEYS].apply(tuple, axis=1).isin(new[KEYS].apply(tuple, axis=1))
         new = pd.concat([old[~key], new], ignore_index=True)
     new.sort_values(KEYS, kind="stable").to_csv(path, index=False)
@@ -219,7 +219,7 @@ def report(out: str):
     """A lever is compared with its reference's runs of the same game, budget, seeds and machine line: on one
     line a seed fixes a run, across lines it does not (docs, "Reproducibility"). A lever whose reference has no
     run on its line gets a row of its own with the reference shown as –."""
-    runs = pd.read_csv(os.path.join(out, "ablation.csv"))
+    runs = read_table(os.path.join(out, "ablation.csv"))
     rows = [
         "| lever | compared with | flags it adds | game | machine | seeds | frames | eval: reference → lever "
         "| train: reference → lever | reward error on rewarding steps | min policy entropy "

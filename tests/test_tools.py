@@ -402,6 +402,7 @@ def test_eval_planner_benchmark_compares_the_thesis_planner_with_a_greedy_one_an
         eval_pb_c_init=args.pb_c_init,
         eval_num_simulations=args.num_simulations,
     )
+    assert dataclasses.replace(args, **bench.PLANNERS["training"](args)) == training_args != args  # the tool's flags
     recordings = []
     for row, flags in zip(table.itertuples(), (args, greedy_args, training_args)):
         returns, _, recording = tools.play(m, flags, net, params, 3, 5, "random", record=True)
