@@ -164,6 +164,8 @@ class Args:
     """samples trained per environment step (thesis: 4)"""
     learning_rate: float = 3e-3
     """Adam step size (thesis: 1e-2 at batch 1024)"""
+    anneal_lr: bool = False
+    """decay the step size linearly to 0 over the run's updates"""
     max_grad_norm: float = 5.0
     """global-norm gradient clipping (thesis: 5.0)"""
     value_coef: float = 0.25
@@ -904,6 +906,12 @@ def cross_entropy(target_probs, logits):
     return -jnp.sum(target_probs * jax.nn.log_softmax(logits), axis=-1)
 
 
+def make_optimizer(args: Args, max_updates: int) -> optax.GradientTransformation:
+    """Adam after global-norm clipping (4.3.9); with --anneal-lr its step size falls linearly to 0 at max_updates."""
+    learning_rate = optax.linear_schedule(args.learning_rate, 0.0, max_updates) if args.anneal_lr else args.learning_rate
+    return optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(learning_rate))
+
+
 def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransformation):
     """One update pmapped over the learner devices of all processes: each device trains on its share of the
     batch and lax.pmean averages the gradients, so every device applies the whole batch's gradient. The state
@@ -1511,7 +1519,8 @@ def main(args: Args):
 
     # the agent: network, planners, update, and a replay for each actor thread (seeded by the thread's index)
     params = init_params(net, args, net_key)  # the same in every process: one seed
-    optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
+    max_updates = int(num_iterations * steps_per_iteration * args.replay_ratio) // args.batch_size  # at most
+    optimizer = make_optimizer(args, max_updates)
     train_planner, test_planner = planner_configs(args)
     act_fn = make_act_fn(net, train_planner, args.gamma, random_move_prob=args.random_move_prob)
     eval_act_fn = make_act_fn(net, test_planner, args.gamma, keep_tree=args.capture_video)

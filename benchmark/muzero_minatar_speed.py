@@ -160,7 +160,6 @@ def measure(
     import jax
     import jax.numpy as jnp
     import numpy as np
-    import optax
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     sys.path.insert(0, source or os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -213,7 +212,7 @@ def measure(
     }
 
     # learning, on the learner's devices, from a replay filled with played steps
-    optimizer = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
+    optimizer = m.make_optimizer(args, max_updates=1)  # --anneal-lr off: the constant step size
     update, train_state, one_device_update = make_update(m, net, args, optimizer, params)
     L, S = args.history_length, args.num_steps
     replay = make_replay(m, args, env)

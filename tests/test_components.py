@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import mctx
 import numpy as np
-import optax
 import pytest
 
 import muzero_minatar as m
@@ -312,7 +311,7 @@ def test_loss_halves_on_a_fixed_batch():
     batch, weights = synthetic_replay(args).sample(args.batch_size)
     net = m.make_network(args, 4)
     params = m.init_params(net, args, jax.random.PRNGKey(0))
-    opt = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
+    opt = m.make_optimizer(args, max_updates=200)
     state = m.replicate(m.TrainState(params, params, opt.init(params), jnp.zeros((), jnp.int32)), args)
     update = m.make_update_fn(net, args, opt)
     losses = []
@@ -321,6 +320,19 @@ def test_loss_halves_on_a_fixed_batch():
         losses.append(float(metrics["losses/total_loss"][0]))
     assert np.isfinite(losses).all()
     assert losses[-1] <= 0.5 * losses[0], (losses[0], losses[-1])
+
+
+@pytest.mark.parametrize("anneal_lr", [False, True])
+def test_step_size_is_constant_or_falls_linearly_to_zero(anneal_lr):
+    # a constant gradient within the clipping norm: Adam's normalised step is 1, so each update is -(step size)
+    opt = m.make_optimizer(tiny_args(learning_rate=3e-3, anneal_lr=anneal_lr), max_updates=10)
+    params = {"w": jnp.zeros(3)}
+    state, steps = opt.init(params), []
+    for _ in range(12):
+        updates, state = opt.update({"w": jnp.full(3, 0.1)}, state, params)
+        steps.append(-float(updates["w"][0]))
+    expected = [3e-3 * (1 - min(k, 10) / 10) if anneal_lr else 3e-3 for k in range(12)]
+    np.testing.assert_allclose(steps, expected, rtol=1e-4, atol=1e-9)
 
 
 def test_scale_gradient_halves():
