@@ -1527,8 +1527,10 @@ def main(args: Args):
 
     # the agent: network, planners, update, and a replay for each actor thread (seeded by the thread's index)
     params = init_params(net, args, net_key)  # the same in every process: one seed
+    # segments reanalysed per actor iteration and thread: r of all segments entering replay (thesis 5.5's worker ratio)
+    num_reanalysed = round(args.num_envs * args.reanalyze_ratio / (1 - args.reanalyze_ratio))
     max_updates = int(num_iterations * steps_per_iteration * args.replay_ratio) // args.batch_size  # at most
-    max_updates = round(max_updates / (1 - args.reanalyze_ratio))  # with the updates reanalysed steps earn
+    max_updates = max_updates * (args.num_envs + num_reanalysed) // args.num_envs  # with reanalysed steps' updates
     optimizer = make_optimizer(args, max_updates)
     train_planner, test_planner, reanalyze_planner = planner_configs(args)
     act_fn = make_act_fn(net, train_planner, args.gamma)
@@ -1539,8 +1541,6 @@ def main(args: Args):
     replays = [Replay(args, capacity, probe.obs_shape, probe.num_actions, (args.seed, g)) for g in threads]
     reanalyze_fn = make_reanalyze_fn(net, reanalyze_planner, args)
     reanalyze_key = jax.random.fold_in(key, 2)  # folded with the iteration: fixed by the seed, resumable
-    # segments reanalysed per actor iteration and thread: r of all segments entering replay (thesis 5.5's worker ratio)
-    num_reanalysed = round(args.num_envs * args.reanalyze_ratio / (1 - args.reanalyze_ratio))
 
     # the learner's state; the actors' parameters for their next two iterations (Cleanba: k acts with those of k-2)
     p, state = Progress(args.eval_interval), TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
