@@ -4,16 +4,16 @@
 # collects each run's evaluation curve into docs/benchmark/muzero_minatar/ and redraws the
 # curves and the table the docs show.
 #
-#   bash benchmark/muzero_minatar.sh                      # all 4 games x seeds 1 2 3
+#   bash benchmark/muzero_minatar.sh                      # all 4 games x seeds 1-5
 #   GAMES="Freeway" SEEDS="3" bash benchmark/muzero_minatar.sh --track
 #
 # Extra arguments are passed to every run (e.g. --track --wandb-entity me). The frame budget per
-# run is the script's default --total-timesteps (300k environment steps, 12-35 min on 2 cores);
+# run is the script's default --total-timesteps (300k environment steps, 10-25 min a run on 2 cores);
 # TOTAL_TIMESTEPS overrides it. SCRIPT runs a variant instead (benchmark/muzero_minatar_reanalyze.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GAMES=${GAMES:-"Asterix Breakout Freeway SpaceInvaders"}
-SEEDS=${SEEDS:-"1 2 3"}
+SEEDS=${SEEDS:-"1 2 3 4 5"}
 OUT=${OUT:-docs/benchmark/muzero_minatar}
 SCRIPT=${SCRIPT:-muzero_minatar.py}
 budget=()
