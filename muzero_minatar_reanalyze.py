@@ -191,7 +191,7 @@ class Args:
     """share of the segments entering replay that are stored ones searched again with the newest parameters (5.5)"""
     reanalyze_mode: Literal["push", "refresh"] = "push"
     """reanalysed copies enter replay as new segments (push: the thesis' 4.3.13) or replace their originals (refresh)"""
-    reanalyze_num_simulations: int = 8
+    reanalyze_num_simulations: int = 16
     """simulations per reanalysed position (thesis: 50)"""
     reanalyze_pb_c_init: float = 1.75
     """c1 of PUCT in reanalyze (muzero planner; thesis: 1.75)"""

@@ -34,6 +34,7 @@ SMALL_RUN = (
     "--channels 8 --repr-blocks 1 --pred-blocks 0 --head-hidden 16 --num-simulations 4 --eval-num-simulations 4 "
     "--eval-episodes 2 --max-episode-steps 50 --eval-interval 768 --seed 3"
 ).split()
+REANALYZE_SEARCH = ["--reanalyze-num-simulations", "8"]  # the small run's reanalysis searches (its golden run's)
 
 
 def run(args, cwd, timeout=600, script=SCRIPT):
@@ -216,7 +217,8 @@ def reanalyze_runs(tmp_path_factory):
     cwds = {ratio: tmp_path_factory.mktemp(f"reanalyze{ratio}") for ratio in ("0", "0.5")}
     for ratio, d in cwds.items():  # one after the other, as two_runs
         mode = "refresh" if ratio == "0" else "push"
-        run_together([([*SMALL_RUN, "--reanalyze-ratio", ratio, "--reanalyze-mode", mode], d, REANALYZE_SCRIPT, None)])
+        flags = [*SMALL_RUN, "--reanalyze-ratio", ratio, "--reanalyze-mode", mode, *REANALYZE_SEARCH]
+        run_together([(flags, d, REANALYZE_SCRIPT, None)])
     return {ratio: glob.glob(str(d / "runs" / "*"))[0] for ratio, d in cwds.items()}
 
 
@@ -250,7 +252,7 @@ def test_golden_runs_on_other_caches_share_what_a_new_machine_is_held_to():
 def test_golden_run_muzero_minatar_reanalyze(reanalyze_runs, golden):
     golden(
         "muzero_minatar_reanalyze",
-        ["python", "muzero_minatar_reanalyze.py", *SMALL_RUN, "--reanalyze-ratio", "0.5"],
+        ["python", "muzero_minatar_reanalyze.py", *SMALL_RUN, "--reanalyze-ratio", "0.5", *REANALYZE_SEARCH],
         scalars(reanalyze_runs["0.5"], RUN_TAGS + ("charts/reanalysed_positions", "reanalyze/")),
     )
 
