@@ -1405,7 +1405,8 @@ class Compare:
     """Several collected folders (one per configuration) side by side: per game, the training return against
     frames and against wall-clock minutes (`{out}/{env_id}_compare.png`), a table of final returns, wall
     time and the frames each configuration's training return needed to reach given levels (`{out}/compare.md`),
-    and every run with its configuration (`{out}/experiment.csv`)."""
+    over the seeds every configuration has run on the game; and every run with its configuration
+    (`{out}/experiment.csv`)."""
 
     runs: tuple[str, ...]
     """folders written by collect, one per configuration (the folder's name labels it)"""
@@ -1428,13 +1429,18 @@ def run_compare(cfg: Compare):
         "|---|---|---|---|---|---|---|",
     ]
     for env_id in games:
+        # paired: only the seeds that every configuration has run on this game
+        seeds = sorted(set.intersection(*(set(r.seed[r.env_id == env_id]) for r in runs.values())))
+        if not seeds:
+            continue
         trains = {label: read_table(os.path.join(f, f"{env_id}_train.csv")) for label, f in zip(labels, folders)}
+        trains = {label: t[t.seed.isin(seeds)] for label, t in trains.items()}
         # the best configuration's training return at its last bin (Freeway: no episode ends in the last 50k)
         best = max(seed_curve(t)["mean"].iloc[-1] for t in trains.values())
         levels = [best * q for q in (0.25, 0.5, 0.75)]
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.5), sharey=True)
         for label in labels:
-            group, train = runs[label][runs[label].env_id == env_id], trains[label]
+            group, train = runs[label][(runs[label].env_id == env_id) & runs[label].seed.isin(seeds)], trains[label]
             curve = seed_curve(train)
             (line,) = axes[0].plot(curve.index, curve["mean"], label=f"{label} ({seeds_label(train.seed.nunique())})")
             # wall-clock minutes since the run's first event, mean over seeds
@@ -1455,6 +1461,7 @@ def run_compare(cfg: Compare):
         plt.close(fig)
     rows += [
         "",
+        "Each game's rows hold the seeds that every configuration has run on it (experiment.csv lists all runs). "
         "Training return: mean over seeds of training episodes, in bins of 20k frames (training planner, "
         "with exploration noise). Frames to reach: the first bin whose mean is at or above the level (nan: "
         "never). Machine: "

@@ -601,7 +601,8 @@ def test_ppo_comparison_takes_each_seeds_last_evaluation_by_our_frames_and_minut
 
 def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
     """Two settings of one game: experiment.csv holds every run with its setting; compare.md gives each setting's
-    final evaluations seed by seed and the frames its mean training return needed to reach the levels."""
+    final evaluations seed by seed and the frames its mean training return needed to reach the levels, over the
+    seeds both settings have (ratio_0's seed 3, which push_0.4 lacks, is left out of the table)."""
     folders = []
     for setting, returns in (
         ("ratio_0", [[1.0, 2.0, 4.0], [1.0, 3.0, 4.0]]),
@@ -631,6 +632,19 @@ def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
             folder / "Asterix_train.csv", index=False
         )
         folders.append(str(folder))
+    unpaired = tmp_path / "ratio_0"  # a seed the other setting has not run: high returns that would move every cell
+    pd.concat([pd.read_csv(unpaired / "runs.csv"), runs.assign(seed=3, final_eval_return=99.0).iloc[:1]]).to_csv(
+        unpaired / "runs.csv", index=False
+    )
+    pd.concat(
+        [
+            pd.read_csv(unpaired / "Asterix_train.csv"),
+            pd.DataFrame(
+                [(3, 20_000 * b + 10_000, 50.0, b + 1.0) for b in range(3)],
+                columns=["seed", "step", "train_return", "minutes"],
+            ),
+        ]
+    ).to_csv(unpaired / "Asterix_train.csv", index=False)
     tools.run_compare(tools.Compare(runs=tuple(folders), out=str(tmp_path / "out")))
     experiment = pd.read_csv(tmp_path / "out" / "experiment.csv")
     assert sorted(zip(experiment.setting, experiment.seed)) == [
@@ -638,10 +652,12 @@ def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
         ("push_0.4", 2),
         ("ratio_0", 1),
         ("ratio_0", 2),
+        ("ratio_0", 3),
     ]
     rows = (tmp_path / "out" / "compare.md").read_text().splitlines()
     cells = {row.split("|")[2].strip(): [c.strip() for c in row.split("|")[1:-1]] for row in rows[2:4]}
     # seeds in order; best last mean 8, levels 2 / 4 / 6: ratio_0's mean curve 1, 2.5, 4; push_0.4's 2, 4, 8
+    assert cells["ratio_0"][2] == cells["push_0.4"][2] == "1, 2"
     assert cells["ratio_0"][3] == "22.00 (17.00 / 27.00)" and cells["push_0.4"][3] == "23.00 (18.00 / 28.00)"
     assert cells["ratio_0"][6].startswith("30k / 50k / never") and cells["push_0.4"][6].startswith("10k / 30k / 50k")
 
