@@ -27,7 +27,8 @@ The results step of the benchmarks (benchmark/*.sh runs them; the docs' tables a
 commit: the commit a run starts at. collect: one run's TensorBoard events into CSVs (evaluation curve, binned
     training returns or Breakthrough's win rates, a summary row). report: curves and tables from the CSVs.
 random-returns: a uniformly random policy's MinAtar returns. select: some games and seeds copied from one
-    collected folder to another. compare: collected folders (one per configuration) side by side.
+    collected folder to another. compare: collected folders (one per configuration) side by side. diagnostics:
+    the means of runs' logged losses and charts per bin of frames, side by side.
 cpu-lines: records the CPU lines on which the golden runs were checked (docs/reproducibility.md).
 
 Any saved model works: a script's --save-model output or a checkpoint's models/step_*.muzero_model; which script
@@ -1474,6 +1475,57 @@ def run_compare(cfg: Compare):
 
 
 @dataclass
+class Diagnostics:
+    """The means of runs' logged series per bin of frames, side by side: every scalar tag but the per-episode ones
+    (losses/, charts/ such as root_value and policy_entropy, reanalyze/, stats/), one row per run, tag and bin, in
+    `{out}/diagnostics.csv` (a run's rows are replaced when it is read again). What a page says of a run's losses,
+    entropies or values is read from there."""
+
+    run_dirs: tuple[str, ...]
+    """run directories, runs/{env_id}__{exp_name}__{seed}__{time}"""
+    out: str
+    """the folder of diagnostics.csv"""
+    bin_frames: int = 50_000
+    """width of a bin in environment frames"""
+
+
+PER_EPISODE_TAGS = ("charts/episodic_return", "charts/episodic_length")  # in {env_id}_train.csv, binned by collect
+
+
+def run_diagnostics(cfg: Diagnostics):
+    rows = []
+    for run_dir in cfg.run_dirs:
+        run_name = os.path.basename(os.path.normpath(run_dir))
+        if len(run_name.split("__")) != 4 or not glob.glob(os.path.join(run_dir, "events.out.tfevents.*")):
+            fail(f"--run-dirs {run_dir}: not a run (runs/{{env_id}}__{{exp_name}}__{{seed}}__{{time}} with its event files)")
+        env_id, exp_name, seed, _ = run_name.split("__")
+        events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+        events.Reload()
+        for tag in sorted(set(events.Tags()["scalars"]) - set(PER_EPISODE_TAGS)):
+            series = pd.DataFrame([(e.step, e.value) for e in events.Scalars(tag)], columns=["step", "value"])
+            for b, group in series.groupby((series.step - 1) // cfg.bin_frames):
+                rows.append(
+                    (
+                        env_id,
+                        exp_name,
+                        int(seed),
+                        run_name,
+                        tag,
+                        b * cfg.bin_frames,
+                        (b + 1) * cfg.bin_frames,
+                        group.value.mean(),
+                    )
+                )
+    columns = ["env_id", "exp_name", "seed", "run_name", "metric", "frames_from", "frames_to", "mean"]
+    table, path = pd.DataFrame(rows, columns=columns), os.path.join(cfg.out, "diagnostics.csv")
+    if os.path.exists(path):
+        old = read_table(path)
+        table = pd.concat([old[~old.run_name.isin(table.run_name)], table])
+    os.makedirs(cfg.out, exist_ok=True)
+    table.sort_values(["env_id", "exp_name", "seed", "metric", "frames_from"]).to_csv(path, index=False, float_format="%.6g")
+
+
+@dataclass
 class CpuLines:
     """Records that the golden runs (`python -m pytest tests -k golden`) were checked on this machine's CPU line:
     one row per script in `{out}/cpu_lines.csv` (machine line, identical yes/no, commit, note), then the
@@ -1535,6 +1587,7 @@ TOOLS = {
     "random-returns": (RandomReturns, run_random_returns),
     "select": (Select, run_select),
     "compare": (Compare, run_compare),
+    "diagnostics": (Diagnostics, run_diagnostics),
     "cpu-lines": (CpuLines, run_cpu_lines),
 }
 

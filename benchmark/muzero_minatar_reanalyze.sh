@@ -7,7 +7,7 @@
 #   matched_updates  no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
 # Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
 # runs.csv, logs); the comparison step then writes experiment.csv (every run with its setting), compare.md and the
-# curves against frames and wall time in docs/benchmark/muzero_minatar_reanalyze/.
+# curves against frames and wall time in docs/benchmark/muzero_minatar_reanalyze/, and experiment/diagnostics.csv.
 #
 #   bash benchmark/muzero_minatar_reanalyze.sh                     # Asterix, Breakout x seeds 1 2 3 x 4 settings
 #   SETTINGS="refresh_0.4" GAMES="Asterix" SEEDS="3" bash benchmark/muzero_minatar_reanalyze.sh
@@ -34,3 +34,6 @@ for setting in ratio_0 push_0.4 refresh_0.4 matched_updates; do
   if [ -f "$BASE/experiment/$setting/runs.csv" ]; then done+=("$BASE/experiment/$setting"); fi
 done
 python muzero_tools.py compare --out "$BASE" --runs "${done[@]}"
+# every run's logged series (losses, entropies, values, reanalysis) per 50k frames, from the runs still in runs/
+mapfile -t run_dirs < <(for d in "${done[@]}"; do tail -n +2 "$d/runs.csv" | cut -d, -f3; done | sed 's|^|runs/|' | while read -r r; do [ -d "$r" ] && echo "$r"; done)
+if [ ${#run_dirs[@]} -gt 0 ]; then python muzero_tools.py diagnostics --out "$BASE/experiment" --run-dirs "${run_dirs[@]}"; fi

@@ -662,6 +662,33 @@ def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
     assert cells["ratio_0"][6].startswith("30k / 50k / never") and cells["push_0.4"][6].startswith("10k / 30k / 50k")
 
 
+def test_diagnostics_gives_each_runs_series_mean_per_bin_and_replaces_a_run_read_again(tmp_path):
+    from tensorboardX import SummaryWriter
+
+    def write(folder, name, values):
+        run = tmp_path / folder / name
+        with SummaryWriter(str(run)) as writer:
+            for step, value in values:
+                writer.add_scalar("losses/value_loss", value, step)
+                writer.add_scalar("charts/episodic_return", 100.0, step)  # per episode: binned by collect instead
+        return str(run)
+
+    push = write("runs", "Asterix__reanalyze_push_0.4__1__100", [(10, 1.0), (20, 3.0), (30, 8.0)])
+    base = write("runs", "Asterix__muzero_minatar__1__200", [(15, 2.0)])
+    tools.run_diagnostics(tools.Diagnostics(run_dirs=(push, base), out=str(tmp_path / "out"), bin_frames=20))
+    table = pd.read_csv(tmp_path / "out" / "diagnostics.csv")
+    assert set(table.metric) == {"losses/value_loss"}
+    rows = {e: t[["seed", "frames_from", "frames_to", "mean"]].values.tolist() for e, t in table.groupby("exp_name")}
+    assert rows == {"reanalyze_push_0.4": [[1, 0, 20, 2.0], [1, 20, 40, 8.0]], "muzero_minatar": [[1, 0, 20, 2.0]]}
+    again = write("again", "Asterix__reanalyze_push_0.4__1__100", [(5, 4.0)])  # the same run, read again
+    tools.run_diagnostics(tools.Diagnostics(run_dirs=(again,), out=str(tmp_path / "out"), bin_frames=20))
+    table = pd.read_csv(tmp_path / "out" / "diagnostics.csv")
+    assert sorted(zip(table.exp_name, table.frames_from, table["mean"])) == [
+        ("muzero_minatar", 0, 2.0),
+        ("reanalyze_push_0.4", 0, 4.0),
+    ]
+
+
 def test_report_lists_each_seeds_final_evaluation_in_the_order_of_its_seeds(tmp_path):
     runs = pd.DataFrame([{"env_id": "Breakout", "seed": s, "run_name": "r", "exp_name": "muzero_minatar", "frames": 1536,
                           "final_eval_return": r, "wall_time_min": 1.0, "cpu_steal": 0.0, "commit": "c", "machine": "m"}
