@@ -1503,19 +1503,9 @@ def run_diagnostics(cfg: Diagnostics):
         events.Reload()
         for tag in sorted(set(events.Tags()["scalars"]) - set(PER_EPISODE_TAGS)):
             series = pd.DataFrame([(e.step, e.value) for e in events.Scalars(tag)], columns=["step", "value"])
-            for b, group in series.groupby((series.step - 1) // cfg.bin_frames):
-                rows.append(
-                    (
-                        env_id,
-                        exp_name,
-                        int(seed),
-                        run_name,
-                        tag,
-                        b * cfg.bin_frames,
-                        (b + 1) * cfg.bin_frames,
-                        group.value.mean(),
-                    )
-                )
+            means = series.groupby((series.step - 1) // cfg.bin_frames).value.mean()  # bin b: frames b*w+1 .. (b+1)*w
+            run = (env_id, exp_name, int(seed), run_name, tag)
+            rows += [(*run, b * cfg.bin_frames, (b + 1) * cfg.bin_frames, mean) for b, mean in means.items()]
     columns = ["env_id", "exp_name", "seed", "run_name", "metric", "frames_from", "frames_to", "mean"]
     table, path = pd.DataFrame(rows, columns=columns), os.path.join(cfg.out, "diagnostics.csv")
     if os.path.exists(path):
