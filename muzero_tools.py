@@ -1423,7 +1423,7 @@ def run_compare(cfg: Compare):
     table[["env_id", "seed", "setting", *(c for c in table if c not in ("env_id", "seed", "setting"))]].to_csv(
         os.path.join(out, "experiment.csv"), index=False
     )
-    games = sorted(set.intersection(*(set(r.env_id) for r in runs.values())))
+    games = sorted(set(table.env_id))  # a game some configuration has not run has no paired seed: skipped below
     rows = [
         "| game | configuration | seeds | final eval return: mean (per seed) | training return, last 50k frames | "
         "wall time per run (min) | frames to reach a training return of 25% / 50% / 75% of the best last one |",

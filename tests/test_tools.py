@@ -604,12 +604,13 @@ def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
     final evaluations seed by seed and the frames its mean training return needed to reach the levels, over the
     seeds both settings have (ratio_0's seed 3, which push_0.4 lacks, is left out of the table)."""
     folders = []
-    for setting, returns in (
-        ("ratio_0", [[1.0, 2.0, 4.0], [1.0, 3.0, 4.0]]),
+    for setting, returns in (  # per seed 1, 2, ...: ratio_0's seed 3, with high returns, would move every cell
+        ("ratio_0", [[1.0, 2.0, 4.0], [1.0, 3.0, 4.0], [50.0, 50.0, 50.0]]),
         ("push_0.4", [[2.0, 4.0, 8.0], [2.0, 4.0, 8.0]]),
     ):
         folder = tmp_path / setting
         folder.mkdir()
+        seeds = range(len(returns), 0, -1)  # runs.csv rows out of seed order
         runs = pd.DataFrame(
             [
                 {
@@ -619,32 +620,19 @@ def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
                     "final_train_return_last_50k": 1.0,
                 }
                 | {"wall_time_min": 20.0, "machine": "m", "commit": "abc", "frames": 60_000}
-                for s in (2, 1)
+                for s in seeds
             ]
         )
         runs.to_csv(folder / "runs.csv", index=False)
         train = [
             (s, 20_000 * b + 10_000, r, b + 1.0)
-            for s, seed_returns in zip((1, 2), returns)
+            for s, seed_returns in enumerate(returns, start=1)
             for b, r in enumerate(seed_returns)
         ]
         pd.DataFrame(train, columns=["seed", "step", "train_return", "minutes"]).to_csv(
             folder / "Asterix_train.csv", index=False
         )
         folders.append(str(folder))
-    unpaired = tmp_path / "ratio_0"  # a seed the other setting has not run: high returns that would move every cell
-    pd.concat([pd.read_csv(unpaired / "runs.csv"), runs.assign(seed=3, final_eval_return=99.0).iloc[:1]]).to_csv(
-        unpaired / "runs.csv", index=False
-    )
-    pd.concat(
-        [
-            pd.read_csv(unpaired / "Asterix_train.csv"),
-            pd.DataFrame(
-                [(3, 20_000 * b + 10_000, 50.0, b + 1.0) for b in range(3)],
-                columns=["seed", "step", "train_return", "minutes"],
-            ),
-        ]
-    ).to_csv(unpaired / "Asterix_train.csv", index=False)
     tools.run_compare(tools.Compare(runs=tuple(folders), out=str(tmp_path / "out")))
     experiment = pd.read_csv(tmp_path / "out" / "experiment.csv")
     assert sorted(zip(experiment.setting, experiment.seed)) == [
