@@ -1426,7 +1426,7 @@ def run_compare(cfg: Compare):
     games = sorted(set(table.env_id))  # a game some configuration has not run has no paired seed: skipped below
     rows = [
         "| game | configuration | seeds | final eval return: mean (per seed) | training return, last 50k frames | "
-        "wall time per run (min) | frames to reach a training return of 25% / 50% / 75% of the best last one |",
+        "minutes a run | frames to 25 / 50 / 75% of the best (levels) |",
         "|---|---|---|---|---|---|---|",
     ]
     for env_id in games:
@@ -1452,7 +1452,7 @@ def run_compare(cfg: Compare):
                 f"| {env_id} | {label} | {', '.join(map(str, sorted(group.seed)))} | "
                 f"{group.final_eval_return.mean():.2f} ({per_seed}) | "
                 f"{group.final_train_return_last_50k.mean():.2f} | "
-                f"{group.wall_time_min.mean():.1f} | {reach} (levels {' / '.join(f'{v:.1f}' for v in levels)}) |"
+                f"{group.wall_time_min.mean():.1f} | {reach} ({' / '.join(f'{v:.1f}' for v in levels)}) |"
             )
         axes[0].set(title=f"{game_title(env_id)}: training return", xlabel="environment frames", ylabel="return")
         axes[1].set(title="against wall time", xlabel="minutes since the start of the run (mean over seeds)")
@@ -1464,8 +1464,8 @@ def run_compare(cfg: Compare):
         "",
         "Each game's rows hold the seeds that every configuration has run on it (experiment.csv lists all runs). "
         "Training return: mean over seeds of training episodes, in bins of 20k frames (training planner, "
-        "with exploration noise). Frames to reach: the first bin whose mean is at or above the level (nan: "
-        "never). Machine: "
+        "with exploration noise). Frames to 25 / 50 / 75% of the best: the first bin whose mean is at or above "
+        "that share of the best configuration's last-bin mean (the levels in brackets; never: not reached). Machine: "
         + "; ".join(sorted(set(m for r in runs.values() for m in r.machine)))
         + ". Commits: "
         + ", ".join(sorted(set(c for r in runs.values() for c in r.commit)))
