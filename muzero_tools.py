@@ -18,6 +18,8 @@ audit: the share of simulations and of visit mass spent in delusional nodes over
 tsne: t-SNE of the root hidden states of self-play positions, coloured by v*, move number and player (5.9).
 budget: evaluation return (MinAtar, Atari) or win rate (Breakthrough) of models against the number of
     simulations of their search (5.4).
+weights: the mean absolute value of every parameter array of saved models, side by side (how far training
+    and the L2 term moved each layer from its initialisation).
 
 The results step of the benchmarks (benchmark/*.sh runs them; the docs' tables and curves come from them):
 
@@ -1402,6 +1404,33 @@ def run_select(cfg: Select):
 
 
 @dataclass
+class Weights:
+    """Mean absolute value of every parameter array of saved models, one column per model
+    (`{out}/weights.csv`): how far training and the L2 term moved each layer from its initialisation
+    (LayerNorm scales start at 1, the heads' last layers at 0)."""
+
+    models: tuple[str, ...]
+    """saved models (--save-model's `{exp_name}.muzero_model` or a checkpoint's models/step_*.muzero_model)"""
+    labels: tuple[str, ...] = ()
+    """a column name per model (default: the name of the folder that holds it)"""
+    out: str = "."
+
+
+def run_weights(cfg: Weights) -> pd.DataFrame:
+    labels = cfg.labels or tuple(os.path.basename(os.path.dirname(os.path.abspath(m))) for m in cfg.models)
+    if len(labels) != len(cfg.models):
+        fail(f"--labels: {len(labels)} names for {len(cfg.models)} models")
+    columns = {}
+    for label, path in zip(labels, cfg.models):
+        leaves = jax.tree_util.tree_leaves_with_path(load_model(path)[3]["params"])
+        columns[label] = {jax.tree_util.keystr(k, simple=True, separator="/"): float(np.abs(v).mean()) for k, v in leaves}
+    table = pd.DataFrame(columns).rename_axis("parameter")  # rows in the first model's order
+    table.to_csv(os.path.join(cfg.out, "weights.csv"), float_format="%.4g")
+    print(table.to_string(float_format="%.4f"))
+    return table
+
+
+@dataclass
 class Compare:
     """Several collected folders (one per configuration) side by side: per game, the training return against
     frames and against wall-clock minutes (`{out}/{env_id}_compare.png`), a table of final returns, wall
@@ -1577,6 +1606,7 @@ TOOLS = {
     "random-returns": (RandomReturns, run_random_returns),
     "select": (Select, run_select),
     "compare": (Compare, run_compare),
+    "weights": (Weights, run_weights),
     "diagnostics": (Diagnostics, run_diagnostics),
     "cpu-lines": (CpuLines, run_cpu_lines),
 }

@@ -440,6 +440,32 @@ def test_budget_checks_every_model_before_the_first_evaluation(tmp_path, monkeyp
     assert stopped.value.code == 2 and evaluations == [] and not (tmp_path / "budget").exists()
 
 
+def test_weights_gives_each_parameter_arrays_mean_absolute_value_per_model(tmp_path):
+    """weights: at initialisation every LayerNorm scale is 1 and the heads' last layers 0; a model whose
+    parameters are all halved gives half of every entry, in its own column."""
+    import jax
+
+    import muzero_minatar as m
+
+    args, _, params = small_agent(m, env_id="Breakout")
+    m.save_model(str(tmp_path / "init.muzero_model"), args, params)
+    m.save_model(str(tmp_path / "half.muzero_model"), args, jax.tree.map(lambda x: x / 2, params))
+    table = tools.run_weights(
+        tools.Weights(
+            models=(str(tmp_path / "init.muzero_model"), str(tmp_path / "half.muzero_model")),
+            labels=("init", "half"),
+            out=str(tmp_path),
+        )
+    )
+    scales = table[table.index.str.endswith("LayerNorm_0/scale")]
+    assert len(scales) >= 3 and (scales.init == 1.0).all() and (scales.half == 0.5).all()
+    assert table.loc["value_head/Dense_1/kernel", "init"] == 0.0
+    kernel = np.abs(np.asarray(params["params"]["repr_stem"]["kernel"])).mean()
+    assert table.loc["repr_stem/kernel"].tolist() == pytest.approx([kernel, kernel / 2])
+    assert len(table) == len(jax.tree.leaves(params))
+    assert pd.read_csv(tmp_path / "weights.csv", index_col="parameter").shape == table.shape
+
+
 def test_random_policy_returns_are_seeded_and_at_the_floor(tmp_path):
     """The random policy's MinAtar returns (the benchmark tables' floor): one row per game, the same twice."""
     tables = []
