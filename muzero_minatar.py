@@ -174,6 +174,8 @@ class Args:
     """c_s, weight of the self-consistency loss (thesis: 2.0)"""
     l2_coef: float = 1e-4
     """c_L2, weight of the squared parameter norm (thesis: 1e-4)"""
+    weight_decay: float = 0.0
+    """decoupled weight decay of the kernels, each update times the step size (AdamW; 0: none)"""
     target_update_interval: int = 100
     """updates between copies of the online parameters into the target network"""
 
@@ -236,7 +238,7 @@ def validate_args(args: Args):
         ),
         (
             "dyn_blocks pred_blocks eval_episodes learning_starts checkpoint_interval pb_c_init eval_pb_c_init "
-            "gumbel_scale priority_exponent value_coef reward_coef consistency_coef l2_coef",
+            "gumbel_scale priority_exponent value_coef reward_coef consistency_coef l2_coef weight_decay",
             lambda v: v >= 0,
             "non-negative",
         ),
@@ -879,9 +881,15 @@ def cross_entropy(target_probs, logits):
 
 
 def make_optimizer(args: Args, max_updates: int) -> optax.GradientTransformation:
-    """Adam after global-norm clipping (4.3.9); with --anneal-lr its step size falls linearly to 0 at max_updates."""
+    """Adam after global-norm clipping (4.3.9), with --weight-decay on the kernels only (AdamW); with --anneal-lr
+    the step size falls linearly to 0 at max_updates."""
     learning_rate = optax.linear_schedule(args.learning_rate, 0.0, max_updates) if args.anneal_lr else args.learning_rate
-    return optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(learning_rate))
+
+    def kernels(params):  # the decayed arrays: not biases or LayerNorm scales
+        return jax.tree_util.tree_map_with_path(lambda path, _: path[-1].key == "kernel", params)
+
+    adamw = optax.adamw(learning_rate, weight_decay=args.weight_decay, mask=kernels)
+    return optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adamw)
 
 
 def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransformation):

@@ -335,6 +335,20 @@ def test_step_size_is_constant_or_falls_linearly_to_zero(anneal_lr):
     np.testing.assert_allclose(steps, expected, rtol=1e-4, atol=1e-9)
 
 
+def test_weight_decay_shrinks_the_kernels_only():
+    # a zero gradient: Adam's step is 0, so an update is the decay alone, -(step size) * (weight decay) * kernel
+    net = m.make_network(tiny_args(), 4)
+    params = m.init_params(net, tiny_args(), jax.random.PRNGKey(0))
+    opt = m.make_optimizer(tiny_args(learning_rate=3e-3, weight_decay=0.1), max_updates=10)
+    updates, _ = opt.update(jax.tree.map(jnp.zeros_like, params), opt.init(params), params)
+    kernels = 0
+    for (path, p), u in zip(jax.tree_util.tree_leaves_with_path(params), jax.tree.leaves(updates)):
+        is_kernel = path[-1].key == "kernel"
+        kernels += is_kernel
+        np.testing.assert_allclose(u, -3e-3 * 0.1 * p if is_kernel else np.zeros_like(p), rtol=1e-6, atol=0)
+    assert kernels >= 10  # every convolution and dense layer; LayerNorm scales and biases stay as they are
+
+
 def test_scale_gradient_halves():
     g = jax.grad(lambda x: m.scale_gradient(x, 0.5) * 3.0)(2.0)
     assert float(g) == pytest.approx(1.5)
