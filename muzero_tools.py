@@ -1103,13 +1103,15 @@ class Report:
 
     out: str
     """a folder written by collect"""
+    figures: bool = True
+    """draw the curves too (--no-figures rewrites the tables only)"""
 
 
 def run_report(cfg: Report):
     if not any(os.path.isfile(os.path.join(cfg.out, name)) for name in ("runs.csv", "win_rates.csv")):
         fail(f"--out {cfg.out}: no runs.csv there (a folder that collect wrote)")
     if os.path.exists(os.path.join(cfg.out, "win_rates.csv")):
-        return report_win_rates(cfg.out)
+        return report_win_rates(cfg.out, cfg.figures)
     out = cfg.out
     runs = read_table(os.path.join(out, "runs.csv"))
     random_path = os.path.join(out, "random.csv")
@@ -1121,12 +1123,14 @@ def run_report(cfg: Report):
         "|---|---|---|---|---|---|---|---|",
     ]
     for env_id, group in runs.groupby("env_id"):
-        plot_returns(out, env_id, group.exp_name.iloc[0], floor.get(env_id))
+        if cfg.figures:
+            plot_returns(out, env_id, group.exp_name.iloc[0], floor.get(env_id))
         final = group.final_eval_return
         std = final.std(ddof=0)
+        random_return = f"{floor[env_id]:.2f}" if env_id in floor else "–"
         rows.append(
             f"| {env_id} | {', '.join(map(str, group.seed))} | {final.mean():.2f} ± {std:.2f} | "
-            f"{' / '.join(f'{r:.2f}' for r in final)} | {floor.get(env_id, float('nan')):.2f} | {group.frames.max():,} | "
+            f"{' / '.join(f'{r:.2f}' for r in final)} | {random_return} | {group.frames.max():,} | "
             f"{group.wall_time_min.min():.1f} – {group.wall_time_min.max():.1f} | "
             f"{100 * group.cpu_steal.min():.0f} – {100 * group.cpu_steal.max():.0f}% |"
         )
@@ -1244,9 +1248,16 @@ def ppo_comparison(out: str) -> list[str]:
     ]
 
 
-def report_win_rates(out: str):
+def report_win_rates(out: str, figures: bool = True):
     runs = read_table(os.path.join(out, "runs.csv"))
     curves = read_table(os.path.join(out, "win_rates.csv"))
+    if figures:
+        plot_win_rates(out, curves)
+    write_win_rate_tables(out, runs, curves)
+
+
+def plot_win_rates(out: str, curves: pd.DataFrame):
+    """`{out}/win_rates.png`: both win rates of every seed against plies and against wall-clock minutes."""
     seeds = sorted(curves.seed.unique())
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
     for ax, x, label in (
@@ -1279,6 +1290,10 @@ def report_win_rates(out: str):
     fig.tight_layout(rect=(0, 0.04 + 0.045 * len(seeds), 1, 1))  # room for the legend below
     fig.savefig(os.path.join(out, "win_rates.png"), dpi=100)
     plt.close(fig)
+
+
+def write_win_rate_tables(out: str, runs: pd.DataFrame, curves: pd.DataFrame):
+    """`{out}/results.md`: the matches of each run's final model (if `matches.csv` is there), then a row per run."""
     matches_path = os.path.join(out, "matches.csv")
     matches = read_table(matches_path) if os.path.exists(matches_path) else pd.DataFrame(columns=["seed", "plies"])
     rows = []

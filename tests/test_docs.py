@@ -4,9 +4,12 @@ reference rather than a diary."""
 import glob
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
+
+import muzero_tools as tools
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -70,3 +73,19 @@ def test_script_pages_stay_under_3000_words(page):
 def test_no_page_reads_as_a_diary(page):
     found = DIARY.findall(page_text(os.path.join(ROOT, "docs", page)))
     assert not found, f"{page}: {found}; write results with their commit and machine line instead"
+
+
+RESULTS = sorted(glob.glob(os.path.join(ROOT, "docs", "benchmark", "**", "results.md"), recursive=True))
+
+
+@pytest.mark.parametrize("results", [os.path.relpath(p, ROOT) for p in RESULTS])
+def test_result_tables_are_what_report_writes_from_the_committed_csvs(results, tmp_path):
+    folder = os.path.dirname(os.path.join(ROOT, results))
+    for path in glob.glob(os.path.join(folder, "*.csv")) + glob.glob(os.path.join(folder, "ppo", "*.csv")):
+        os.makedirs(tmp_path / os.path.relpath(os.path.dirname(path), folder), exist_ok=True)
+        shutil.copy(path, tmp_path / os.path.relpath(path, folder))
+    tools.run_report(tools.Report(str(tmp_path), figures=False))
+    with open(os.path.join(ROOT, results)) as committed:
+        assert (tmp_path / "results.md").read_text() == committed.read(), (
+            f"regenerate it: python muzero_tools.py report --out {os.path.dirname(results)} --no-figures"
+        )
