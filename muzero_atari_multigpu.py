@@ -252,9 +252,10 @@ def validate_args(args: Args):
             "positive",
         ),
         ("frame_skip resolution", lambda v: v > 0, "positive"),
+        ("noop_max fire_steps", lambda v: v >= 0, "non-negative"),
         (
-            "dyn_blocks pred_blocks eval_episodes learning_starts checkpoint_interval noop_max fire_steps pb_c_init "
-            "eval_pb_c_init gumbel_scale priority_exponent value_coef reward_coef consistency_coef l2_coef weight_decay",
+            "dyn_blocks pred_blocks eval_episodes learning_starts checkpoint_interval pb_c_init eval_pb_c_init "
+            "gumbel_scale priority_exponent value_coef reward_coef consistency_coef l2_coef weight_decay",
             lambda v: v >= 0,
             "non-negative",
         ),
