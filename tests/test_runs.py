@@ -230,12 +230,15 @@ def test_golden_run_muzero_minatar(two_runs, golden):
 def test_golden_runs_on_other_caches_share_what_a_new_machine_is_held_to():
     """The committed golden runs of one script made on different CPU caches agree where check_across_caches asks
     a machine without a golden run of its own to agree; and that check finds a change in either part."""
-    from conftest import GOLDEN_DIR, check_across_caches
+    from conftest import GOLDEN_DIR, check_across_caches, golden_path
 
     runs = {}
     for path in sorted(glob.glob(os.path.join(GOLDEN_DIR, "*.json"))):
         with open(path) as f:
-            runs.setdefault(os.path.basename(path).split(".")[0], []).append(json.load(f))
+            made = json.load(f)
+        name = os.path.basename(path).split(".")[0]
+        assert path == golden_path(name, made["caches"]), "a golden file not named by the caches it was made on"
+        runs.setdefault(name, []).append(made)
     assert sorted(runs) == ["muzero_atari_multigpu", "muzero_breakthrough", "muzero_minatar", "muzero_minatar_reanalyze"]
     pairs = [(a, b) for made in runs.values() for i, a in enumerate(made) for b in made[i + 1 :]]
     assert len(pairs) >= 4 and all(a["caches"] != b["caches"] for a, b in pairs)
