@@ -17,7 +17,8 @@ batches drawn two ways:
 
 Every --eval-every updates it reports, on the held-out positions, the mean |predicted - observed|
 reward on rewarding and on other steps, and the share of rewarding steps predicted above 0.5 (and of
-other steps, false positives). Writes {out}/reward_check_{env_id}.csv and prints a table.
+other steps, false positives); and the error on the rewarding training positions (whether the network
+fits the steps it trains on at all). Writes {out}/reward_check_{env_id}.csv and prints a table.
 """
 
 import argparse
@@ -100,6 +101,7 @@ def main(a):
     test_c = np.arange(split, a.steps - 1)
     test = windows(np.repeat(np.arange(a.num_envs), len(test_c)), np.tile(test_c, a.num_envs))
     train_rewarding = np.nonzero(data["reward"][:, L + 1 : split] != 0)  # reward r_{c+1} for c = L + column
+    seen = windows(train_rewarding[0], train_rewarding[1] + L)  # the rewarding training positions themselves
     rows = []
     for sampling, num_updates in (("uniform", a.updates), ("balanced", a.balanced_updates)):
         rng = np.random.default_rng(a.seed)
@@ -110,6 +112,7 @@ def main(a):
             if i % a.eval_every == 0:
                 pred, reward = map(np.asarray, held_out(params, test))
                 rewarding, error = reward != 0, np.abs(pred - reward)
+                seen_pred, seen_reward = map(np.asarray, held_out(params, seen))
                 rows.append(
                     {
                         "env_id": a.env_id,
@@ -119,6 +122,7 @@ def main(a):
                         "error_other": error[~rewarding].mean(),
                         "detected": (pred[rewarding] > 0.5).mean(),
                         "false_positive": (pred[~rewarding] > 0.5).mean(),
+                        "error_rewarding_train": np.abs(seen_pred - seen_reward).mean(),
                         "held_out_rewarding": int(rewarding.sum()),
                         "held_out_steps": len(reward),
                     }
@@ -126,7 +130,8 @@ def main(a):
                 print(
                     f"{sampling} {i}: error on rewarding steps {rows[-1]['error_rewarding']:.3f}, other "
                     f"{rows[-1]['error_other']:.3f}, detected {rows[-1]['detected']:.2f}, false positives "
-                    f"{rows[-1]['false_positive']:.3f} ({time.time() - start:.0f} s)",
+                    f"{rows[-1]['false_positive']:.3f}; on the rewarding training steps "
+                    f"{rows[-1]['error_rewarding_train']:.3f} ({time.time() - start:.0f} s)",
                     flush=True,
                 )
             if i == num_updates:
@@ -143,9 +148,9 @@ def main(a):
     out.to_csv(os.path.join(a.out, f"reward_check_{a.env_id}.csv"), index=False)
     print(f"\n{a.env_id}: {share:.2%} of random-play steps reward; {len(train_rewarding[0])} rewarding training positions")
     print(
-        out[["sampling", "updates", "error_rewarding", "error_other", "detected", "false_positive"]].to_string(
-            index=False, float_format="%.3f"
-        )
+        out[
+            ["sampling", "updates", "error_rewarding", "error_other", "detected", "false_positive", "error_rewarding_train"]
+        ].to_string(index=False, float_format="%.3f")
     )
 
 
