@@ -93,7 +93,7 @@ def main(a):
         return optax.apply_updates(params, updates), opt_state
 
     @jax.jit
-    def held_out(params, window):
+    def predicted_reward(params, window):
         logits, reward = predict(params, window)
         return m.categorical_to_scalar(jax.nn.softmax(logits), S), reward
 
@@ -110,9 +110,9 @@ def main(a):
         start = time.time()
         for i in range(num_updates + 1):
             if i % a.eval_every == 0:
-                pred, reward = map(np.asarray, held_out(params, test))
+                pred, reward = map(np.asarray, predicted_reward(params, test))
                 rewarding, error = reward != 0, np.abs(pred - reward)
-                seen_pred, seen_reward = map(np.asarray, held_out(params, seen))
+                seen_pred, seen_reward = map(np.asarray, predicted_reward(params, seen))
                 rows.append(
                     {
                         "env_id": a.env_id,
