@@ -18,7 +18,8 @@ batches drawn two ways:
 Every --eval-every updates it reports, on the held-out positions, the mean |predicted - observed|
 reward on rewarding and on other steps, and the share of rewarding steps predicted above 0.5 (and of
 other steps, false positives); and the error on the rewarding training positions (whether the network
-fits the steps it trains on at all). Writes {out}/reward_check_{env_id}.csv and prints a table.
+fits the steps it trains on at all). `--network dqn` trains a plain DQN-style network on the same data instead, as a
+control. Writes {out}/reward_check_{env_id}.csv and prints a table.
 """
 
 import argparse
@@ -30,7 +31,9 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import flax.linen as nn  # noqa: E402
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import optax  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -61,6 +64,23 @@ def play_randomly(m, args, num_envs: int, steps: int, seed: int) -> dict:
     return data
 
 
+class DQNReward(nn.Module):
+    """A control for --network dqn: DQN's three convolutions (Mnih et al. 2015; 'SAME' padding) on the same stacked
+    input, the one-hot action beside their features, a 256-unit layer, reward logits over the script's support.
+    No normalisation, no hidden-state scaling, no dynamics function."""
+
+    num_actions: int
+    support_size: int
+
+    @nn.compact
+    def __call__(self, stacked, action):
+        x = nn.relu(nn.Conv(32, (8, 8), strides=4)(stacked))
+        x = nn.relu(nn.Conv(64, (4, 4), strides=2)(x))
+        x = nn.relu(nn.Conv(64, (3, 3))(x)).reshape(stacked.shape[0], -1)
+        x = nn.relu(nn.Dense(256)(jnp.concatenate([x, jax.nn.one_hot(action, self.num_actions)], -1)))
+        return nn.Dense(2 * self.support_size + 1)(x)
+
+
 def main(a):
     commit = git_commit(a.out)  # at the start: the code that runs, not what HEAD is when it ends
     m = importlib.import_module(a.script)
@@ -68,7 +88,7 @@ def main(a):
     L, S = args.history_length, args.support_size
     data = play_randomly(m, args, a.num_envs, a.steps, a.seed)
     num_actions = data["policy"].shape[-1]
-    net = m.make_network(args, num_actions)
+    net = m.make_network(args, num_actions) if a.network == "script" else DQNReward(num_actions, S)
     optimizer = optax.adam(args.learning_rate)
 
     def windows(env: np.ndarray, c: np.ndarray) -> dict:  # steps c-L .. c+1 of each copy
@@ -77,8 +97,11 @@ def main(a):
 
     def predict(params, window):
         stacked = jax.vmap(lambda w: m.history_at(w, L, L))(window)
-        x = net.apply(params, stacked, method=m.MuZeroNet.represent)
-        _, logits = net.apply(params, x, window["action"][:, L], method=m.MuZeroNet.dynamics)
+        if a.network == "dqn":
+            logits = net.apply(params, stacked, window["action"][:, L])
+        else:
+            x = net.apply(params, stacked, method=m.MuZeroNet.represent)
+            _, logits = net.apply(params, x, window["action"][:, L], method=m.MuZeroNet.dynamics)
         reward = window["reward"][:, L + 1] * ~window["is_last"][:, L]  # no step follows the last one
         return logits, reward
 
@@ -105,7 +128,11 @@ def main(a):
     rows = []
     for sampling, num_updates in (("uniform", a.updates), ("balanced", a.balanced_updates)):
         rng = np.random.default_rng(a.seed)
-        params = m.init_params(net, args, jax.random.PRNGKey(a.seed))
+        if a.network == "dqn":
+            stacked = m.history_at({k: v[0, : L + 2] for k, v in data.items()}, L, L)[None]
+            params = net.init(jax.random.PRNGKey(a.seed), stacked, data["action"][:1, 0])
+        else:
+            params = m.init_params(net, args, jax.random.PRNGKey(a.seed))
         opt_state = optimizer.init(params)
         start = time.time()
         for i in range(num_updates + 1):
@@ -143,7 +170,8 @@ def main(a):
             params, opt_state = update(params, opt_state, windows(env, c))
     out = pd.DataFrame(rows)
     share = (data["reward"] != 0).mean()
-    out["rewarding_share"], out["batch_size"], out["commit"], out["machine"] = share, a.batch_size, commit, machine_line()
+    out["rewarding_share"], out["batch_size"], out["network"] = share, a.batch_size, a.network
+    out["commit"], out["machine"] = commit, machine_line()
     os.makedirs(a.out, exist_ok=True)
     out.to_csv(os.path.join(a.out, f"reward_check_{a.env_id}.csv"), index=False)
     print(f"\n{a.env_id}: {share:.2%} of random-play steps reward; {len(train_rewarding[0])} rewarding training positions")
@@ -162,6 +190,7 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=1500, help="random steps per copy")
     parser.add_argument("--updates", type=int, default=3000, help="updates with uniform batches")
     parser.add_argument("--balanced-updates", type=int, default=1000, help="updates with balanced batches")
+    parser.add_argument("--network", default="script", choices=["script", "dqn"], help="the script's h and g, or DQNReward")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
