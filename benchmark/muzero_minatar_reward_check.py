@@ -88,7 +88,24 @@ def main(a):
     L, S = args.history_length, args.support_size
     data = play_randomly(m, args, a.num_envs, a.steps, a.seed)
     num_actions = data["policy"].shape[-1]
-    net = m.make_network(args, num_actions) if a.network == "script" else DQNReward(num_actions, S)
+    if a.network == "script":  # h, then one step of g
+        net = m.make_network(args, num_actions)
+
+        def init(key):
+            return m.init_params(net, args, key)
+
+        def reward_logits(params, stacked, action):
+            x = net.apply(params, stacked, method=m.MuZeroNet.represent)
+            return net.apply(params, x, action, method=m.MuZeroNet.dynamics)[1]
+
+    else:
+        net = DQNReward(num_actions, S)
+
+        def init(key):
+            stacked = m.history_at({k: v[0, : L + 2] for k, v in data.items()}, L, L)[None]
+            return net.init(key, stacked, data["action"][:1, 0])
+
+        reward_logits = net.apply
     optimizer = optax.adam(args.learning_rate)
 
     def windows(env: np.ndarray, c: np.ndarray) -> dict:  # steps c-L .. c+1 of each copy
@@ -97,11 +114,7 @@ def main(a):
 
     def predict(params, window):
         stacked = jax.vmap(lambda w: m.history_at(w, L, L))(window)
-        if a.network == "dqn":
-            logits = net.apply(params, stacked, window["action"][:, L])
-        else:
-            x = net.apply(params, stacked, method=m.MuZeroNet.represent)
-            _, logits = net.apply(params, x, window["action"][:, L], method=m.MuZeroNet.dynamics)
+        logits = reward_logits(params, stacked, window["action"][:, L])
         reward = window["reward"][:, L + 1] * ~window["is_last"][:, L]  # no step follows the last one
         return logits, reward
 
@@ -128,11 +141,7 @@ def main(a):
     rows = []
     for sampling, num_updates in (("uniform", a.updates), ("balanced", a.balanced_updates)):
         rng = np.random.default_rng(a.seed)
-        if a.network == "dqn":
-            stacked = m.history_at({k: v[0, : L + 2] for k, v in data.items()}, L, L)[None]
-            params = net.init(jax.random.PRNGKey(a.seed), stacked, data["action"][:1, 0])
-        else:
-            params = m.init_params(net, args, jax.random.PRNGKey(a.seed))
+        params = init(jax.random.PRNGKey(a.seed))
         opt_state = optimizer.init(params)
         start = time.time()
         for i in range(num_updates + 1):
