@@ -1,4 +1,4 @@
-"""MuZero for Atari (envpool) in one file: muzero_minatar.py with envpool's games and MuZero's down-sampling network.
+"""MuZero for Atari (envpool) in one file: muzero_minatar.py with envpool's games and a down-sampling front (96 x 96 to 6 x 6).
 
 Read top to bottom: Args (every flag, thesis value in its docstring), the environment bridge with the
 dummy action (MooZi thesis 4.3.1-4.3.3), history stacking and the categorical value transform
@@ -109,8 +109,6 @@ class Args:
     """L: frames and actions stacked as the representation input (MuZero Atari: 32)"""
     channels: int = 32
     """channels of the residual towers on the down-sampled board (MuZero: 256)"""
-    downsample_blocks: tuple[int, int, int] = (1, 1, 1)
-    """residual blocks after each down-sampling step (stride-2 convs, then average pools; MuZero: 2 3 3)"""
     repr_blocks: int = 2
     """residual blocks in the representation function after down-sampling (MuZero: 16)"""
     dyn_blocks: int = 1
@@ -259,8 +257,7 @@ def validate_args(args: Args):
             lambda v: v >= 0,
             "non-negative",
         ),
-        ("downsample_blocks", lambda v: min(v) >= 0, "non-negative"),
-        ("resolution", lambda v: v % 16 == 0, "a multiple of 16: down-sampling halves it four times"),
+        ("resolution", lambda v: v % 16 == 0, "a multiple of 16: down-sampling divides it by 16"),
         (
             "env_id",
             lambda v: v in envpool.list_all_envs() and "AtariEnvSpec" in str(type(envpool.make_spec(v))),
@@ -548,25 +545,17 @@ class Head(nn.Module):
 
 
 class Downsample(nn.Module):
-    """MuZero's Atari representation front (appendix: 96 x 96 pixels to a 6 x 6 board): a stride-2 conv to
-    channels/2, residual blocks, a stride-2 conv to channels, residual blocks, an average pool of stride 2,
-    residual blocks, an average pool of stride 2."""
+    """The representation's front, 96 x 96 pixels to a 6 x 6 board: the Nature DQN's three convolutions (8x8 stride 4
+    to 32 channels, 4x4 stride 2 to 64, 3x3 stride 2 to `channels`), each followed by a ReLU. MuZero's appendix uses
+    stride-2 3x3 convolutions, residual blocks and average pools instead (the docs page says why we do not)."""
 
     channels: int
-    blocks: tuple[int, int, int]
 
     @nn.compact
     def __call__(self, x):
-        x = nn.Conv(self.channels // 2, (3, 3), strides=2)(x)
-        for _ in range(self.blocks[0]):
-            x = ResidualBlock(self.channels // 2)(x)
-        x = nn.Conv(self.channels, (3, 3), strides=2)(x)
-        for _ in range(self.blocks[1]):
-            x = ResidualBlock(self.channels)(x)
-        x = nn.avg_pool(x, (3, 3), strides=(2, 2), padding="SAME")
-        for _ in range(self.blocks[2]):
-            x = ResidualBlock(self.channels)(x)
-        return nn.avg_pool(x, (3, 3), strides=(2, 2), padding="SAME")
+        x = nn.relu(nn.Conv(32, (8, 8), strides=4)(x))
+        x = nn.relu(nn.Conv(64, (4, 4), strides=2)(x))
+        return nn.relu(nn.Conv(self.channels, (3, 3), strides=2)(x))
 
 
 def scale_hidden(x):
@@ -597,7 +586,6 @@ class ActionStem(nn.Module):
 class MuZeroNet(nn.Module):
     num_actions: int
     channels: int
-    downsample_blocks: tuple[int, int, int]
     repr_blocks: int
     dyn_blocks: int
     pred_blocks: int
@@ -606,7 +594,7 @@ class MuZeroNet(nn.Module):
 
     def setup(self):
         z = 2 * self.support_size + 1
-        self.repr_stem = Downsample(self.channels, self.downsample_blocks)
+        self.repr_stem = Downsample(self.channels)
         self.repr_tower = [ResidualBlock(self.channels) for _ in range(self.repr_blocks)]
         self.dyn_stem = ActionStem(self.channels, self.num_actions)
         self.dyn_tower = [ResidualBlock(self.channels) for _ in range(self.dyn_blocks)]
@@ -648,9 +636,7 @@ class MuZeroNet(nn.Module):
 
 def make_network(args: Args, num_actions: int) -> MuZeroNet:
     a = args
-    return MuZeroNet(
-        num_actions, a.channels, a.downsample_blocks, a.repr_blocks, a.dyn_blocks, a.pred_blocks, a.head_hidden, a.support_size
-    )
+    return MuZeroNet(num_actions, a.channels, a.repr_blocks, a.dyn_blocks, a.pred_blocks, a.head_hidden, a.support_size)
 
 
 def init_params(net: MuZeroNet, args: Args, key):

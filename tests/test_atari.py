@@ -19,7 +19,7 @@ from test_runs import resume_to_the_end, run_together, scalars, stop
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 ENV2 = {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
 SMALL = (
-    "--resolution 32 --num-envs 4 --num-steps 16 --channels 8 --downsample-blocks 0 0 0 --repr-blocks 1 "
+    "--resolution 32 --num-envs 4 --num-steps 16 --channels 8 --repr-blocks 1 "
     "--pred-blocks 0 --head-hidden 16 --num-simulations 2 --unroll-steps 2 --td-steps 3 --max-episode-steps 100"
 ).split()
 
@@ -32,7 +32,6 @@ def small_args(**kw) -> ma.Args:
                 num_envs=4,
                 num_steps=16,
                 channels=8,
-                downsample_blocks=(0, 0, 0),
                 repr_blocks=1,
                 pred_blocks=0,
                 head_hidden=16,
@@ -165,7 +164,7 @@ def test_environment_streams_are_fixed_by_the_seed_and_differ_between_seeds():
 
 
 def test_downsampling_gives_the_papers_board():
-    args = small_args(resolution=96, channels=16, downsample_blocks=(1, 1, 1))
+    args = small_args(resolution=96, channels=16)
     net = ma.make_network(args, 5)
     stacked = jax.ShapeDtypeStruct((2, 96, 96, args.history_length * (1 + 5)), np.float32)
     # shapes only (jax.eval_shape traces without computing): the full-size network is slow to run on a CPU

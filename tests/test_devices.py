@@ -34,7 +34,7 @@ SCRIPTS = {
     "muzero_minatar": (SMALL_NET, (10, 10, 4), 4),
     "muzero_minatar_reanalyze": (SMALL_NET, (10, 10, 4), 4),
     "muzero_breakthrough": (SMALL_NET, (5, 5, 4), 301),
-    "muzero_atari_multigpu": ({**SMALL_NET, "resolution": 32, "downsample_blocks": (0, 0, 0)}, (32, 32, 1), 5),
+    "muzero_atari_multigpu": ({**SMALL_NET, "resolution": 32}, (32, 32, 1), 5),
 }
 
 SAME_UPDATE = """
