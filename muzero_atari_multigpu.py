@@ -163,6 +163,8 @@ class Args:
     """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank)"""
     priority_epsilon: float = 0.01
     """added to the priorities so that no position has probability zero (proportional sampling)"""
+    rewarding_share: float = 0.0
+    """share of each batch drawn, by the same sampling, from positions whose next step rewards (MuZero: 0)"""
     importance_exponent: float = 0.0
     """beta: samples are weighted by (1 / (N P(i)))^beta; 1 undoes the sampling bias (MuZero), 0 keeps it"""
     learning_starts: int = 2_000
@@ -263,7 +265,7 @@ def validate_args(args: Args):
             lambda v: v in envpool.list_all_envs() and "AtariEnvSpec" in str(type(envpool.make_spec(v))),
             "one of envpool's Atari games (e.g. Breakout-v5, Pong-v5)",
         ),
-        ("sticky_action_prob dirichlet_fraction importance_exponent", lambda v: 0 <= v <= 1, "in [0, 1]"),
+        ("sticky_action_prob dirichlet_fraction importance_exponent rewarding_share", lambda v: 0 <= v <= 1, "in [0, 1]"),
         ("gamma", lambda v: 0 < v <= 1, "in (0, 1]"),
         ("seed", lambda v: 0 <= v < 2**32, "in [0, 2**32 - 1], as JAX's 32-bit keys"),
         ("max_episode_steps", lambda v: v > 0, "positive"),
@@ -888,14 +890,24 @@ class Replay:
         """A batch of windows (the fields of empty_segments, (B, L+K+N+1, ...)) and their importance weights (B,)."""
         a = self.args
         if self.probs is None:
-            valid = self.trainable().ravel()
-            self.probs = sampling_probabilities(
-                self.priorities.ravel(), valid, a.sampling, a.priority_exponent, a.priority_epsilon
+            valid = self.trainable()
+            rewarding = valid & (self.storage["reward"][:, self.L + 1 : self.L + 1 + self.S] != 0)  # r_{c+1} != 0
+            rewarding &= ~self.storage["is_last"][:, self.L : self.L + self.S]
+            kw = dict(mode=a.sampling, alpha=a.priority_exponent, eps=a.priority_epsilon)
+            self.probs = sampling_probabilities(self.priorities.ravel(), valid.ravel(), **kw)
+            self.rewarding_probs = (
+                sampling_probabilities(self.priorities.ravel(), rewarding.ravel(), **kw) if rewarding.any() else None
             )
             self.num_valid = int(valid.sum())
-        flat = self.rng.choice(self.probs.size, size=batch_size, p=self.probs)
+        num_rewarding = round(a.rewarding_share * batch_size) if self.rewarding_probs is not None else 0
+        flat = self.rng.choice(self.probs.size, size=batch_size - num_rewarding, p=self.probs)
+        probs = self.probs  # P(i) of the mixture that drew the batch, for the importance weights
+        if num_rewarding:
+            flat = np.concatenate([flat, self.rng.choice(self.probs.size, size=num_rewarding, p=self.rewarding_probs)])
+            share = num_rewarding / batch_size
+            probs = (1 - share) * self.probs + share * self.rewarding_probs
         batch = gather_windows(self.storage, *np.divmod(flat, self.S), self.window)
-        return batch, importance_weights(self.probs[flat], self.num_valid, a.importance_exponent).astype(np.float32)
+        return batch, importance_weights(probs[flat], self.num_valid, a.importance_exponent).astype(np.float32)
 
 
 def batched_targets(args: Args):
