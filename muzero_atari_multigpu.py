@@ -163,7 +163,7 @@ class Args:
     """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank)"""
     priority_epsilon: float = 0.01
     """added to the priorities so that no position has probability zero (proportional sampling)"""
-    rewarding_share: float = 0.0
+    rewarding_share: float = 0.25
     """share of each batch drawn, by the same sampling, from positions whose next step rewards (MuZero: 0)"""
     importance_exponent: float = 0.0
     """beta: samples are weighted by (1 / (N P(i)))^beta; 1 undoes the sampling bias (MuZero), 0 keeps it"""
