@@ -164,7 +164,7 @@ class Args:
     priority_epsilon: float = 0.01
     """added to the priorities so that no position has probability zero (proportional sampling)"""
     rewarding_share: float = 0.25
-    """share of each batch drawn, by the same sampling, from positions whose next step rewards (MuZero: 0)"""
+    """share of each batch drawn by the same sampling restricted to positions whose next step rewards (MuZero: 0)"""
     importance_exponent: float = 0.0
     """beta: samples are weighted by (1 / (N P(i)))^beta; 1 undoes the sampling bias (MuZero), 0 keeps it"""
     learning_starts: int = 2_000
@@ -890,22 +890,23 @@ class Replay:
         """A batch of windows (the fields of empty_segments, (B, L+K+N+1, ...)) and their importance weights (B,)."""
         a = self.args
         if self.probs is None:
-            valid = self.trainable()
-            rewarding = valid & (self.storage["reward"][:, self.L + 1 : self.L + 1 + self.S] != 0)  # r_{c+1} != 0
-            rewarding &= ~self.storage["is_last"][:, self.L : self.L + self.S]
-            kw = dict(mode=a.sampling, alpha=a.priority_exponent, eps=a.priority_epsilon)
-            self.probs = sampling_probabilities(self.priorities.ravel(), valid.ravel(), **kw)
-            self.rewarding_probs = (
-                sampling_probabilities(self.priorities.ravel(), rewarding.ravel(), **kw) if rewarding.any() else None
+            valid = self.trainable().ravel()
+            self.probs = sampling_probabilities(
+                self.priorities.ravel(), valid, a.sampling, a.priority_exponent, a.priority_epsilon
             )
             self.num_valid = int(valid.sum())
+            reward = (
+                self.storage["reward"][:, self.L + 1 : self.L + 1 + self.S]
+                * ~self.storage["is_last"][:, self.L : self.L + self.S]
+            )
+            rewarding = valid & (reward.ravel() != 0)  # r_{c+1} != 0 inside c's episode
+            self.rewarding_probs = self.probs * rewarding / np.sum(self.probs * rewarding) if rewarding.any() else None
         num_rewarding = round(a.rewarding_share * batch_size) if self.rewarding_probs is not None else 0
         flat = self.rng.choice(self.probs.size, size=batch_size - num_rewarding, p=self.probs)
         probs = self.probs  # P(i) of the mixture that drew the batch, for the importance weights
         if num_rewarding:
             flat = np.concatenate([flat, self.rng.choice(self.probs.size, size=num_rewarding, p=self.rewarding_probs)])
-            share = num_rewarding / batch_size
-            probs = (1 - share) * self.probs + share * self.rewarding_probs
+            probs = (1 - num_rewarding / batch_size) * self.probs + num_rewarding / batch_size * self.rewarding_probs
         batch = gather_windows(self.storage, *np.divmod(flat, self.S), self.window)
         return batch, importance_weights(probs[flat], self.num_valid, a.importance_exponent).astype(np.float32)
 
