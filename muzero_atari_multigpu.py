@@ -903,12 +903,13 @@ class Replay:
             self.rewarding_probs = self.probs * rewarding / np.sum(self.probs * rewarding) if rewarding.any() else None
         num_rewarding = round(a.rewarding_share * batch_size) if self.rewarding_probs is not None else 0
         flat = self.rng.choice(self.probs.size, size=batch_size - num_rewarding, p=self.probs)
-        probs = self.probs  # P(i) of the mixture that drew the batch, for the importance weights
+        probs = self.probs[flat]  # P(i) of the mixture that drew each sample, for the importance weights
         if num_rewarding:
             flat = np.concatenate([flat, self.rng.choice(self.probs.size, size=num_rewarding, p=self.rewarding_probs)])
-            probs = (1 - num_rewarding / batch_size) * self.probs + num_rewarding / batch_size * self.rewarding_probs
+            share = num_rewarding / batch_size
+            probs = (1 - share) * self.probs[flat] + share * self.rewarding_probs[flat]
         batch = gather_windows(self.storage, *np.divmod(flat, self.S), self.window)
-        return batch, importance_weights(probs[flat], self.num_valid, a.importance_exponent).astype(np.float32)
+        return batch, importance_weights(probs, self.num_valid, a.importance_exponent).astype(np.float32)
 
 
 def batched_targets(args: Args):
