@@ -69,6 +69,15 @@ def test_script_pages_stay_under_3000_words(page):
     assert len(words) <= 3000, f"{page}: {len(words)} words; history and ablations go to experiment_log.md"
 
 
+@pytest.mark.parametrize("page", SCRIPT_PAGES + ["analysis.md"])
+def test_each_script_page_links_the_source_page_that_renders_its_file(page):
+    script = "muzero_tools" if page == "analysis.md" else page[: -len(".md")]
+    with open(os.path.join(ROOT, "docs", page)) as f:
+        assert f"](source/{script}.md)" in f.read()
+    with open(os.path.join(ROOT, "docs", "source", f"{script}.md")) as f:
+        assert f'--8<-- "{script}.py"' in f.read()
+
+
 @pytest.mark.parametrize("page", [os.path.basename(p) for p in PAGES])
 def test_no_page_reads_as_a_diary(page):
     found = DIARY.findall(page_text(os.path.join(ROOT, "docs", page)))
