@@ -53,7 +53,7 @@ def page_screens(url: str, page: str, png: str) -> int:
         fail(f"Chromium did not measure {page}: is the page built?")
     shot = png + ".full.png"
     chromium(f"--window-size={WIDTH},{SCREEN * SHOWN}", f"--screenshot={shot}", f"{url}/{page}")
-    Image.open(shot).crop((0, 0, WIDTH, SCREEN * SHOWN)).save(png)
+    Image.open(shot).convert("RGB").crop((0, 0, WIDTH, SCREEN * SHOWN)).quantize(256).save(png, optimize=True)
     os.remove(shot)
     return int(height.group(1))
 
