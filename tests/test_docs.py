@@ -1,6 +1,7 @@
 """The docs pages show each variant's filediff against muzero_minatar.py as it is now, stay short, and read as a
 reference rather than a diary."""
 
+import csv
 import glob
 import os
 import re
@@ -98,3 +99,14 @@ def test_result_tables_are_what_report_writes_from_the_committed_csvs(results, t
         assert (tmp_path / "results.md").read_text() == committed.read(), (
             f"regenerate it: python muzero_tools.py report --out {os.path.dirname(results)} --no-figures"
         )
+
+
+def test_the_committed_screens_cover_every_page_and_each_page_fits_12_screens():
+    """`python benchmark/docs_screens.py` (headless Chromium, not in CI) wrote them; a page added without new screens fails."""
+    folder = os.path.join(ROOT, "docs", "benchmark", "screens")
+    with open(os.path.join(folder, "screens.csv")) as f:
+        rows = list(csv.DictReader(f))
+    assert sorted(row["page"] for row in rows) == [os.path.basename(p) for p in PAGES]
+    for row in rows:
+        assert float(row["screens"]) <= 12.0, f"{row['page']}: {row['screens']} screens at 1280 x 800"
+        assert os.path.exists(os.path.join(folder, row["page"].replace(".md", ".png")))
