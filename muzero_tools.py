@@ -898,6 +898,17 @@ def seeds_label(n: int) -> str:
     return f"{n} seed{'s' * (n > 1)}"
 
 
+def runs_label(runs: pd.DataFrame) -> str:
+    """What the runs of a figure are: `muzero_minatar.py` when every run is a script's under its default --exp-name,
+    otherwise each --exp-name with its seeds ('--exp-name share25 (seed 1), muzero_atari_multigpu (seed 2)')."""
+    names = runs.sort_values("seed").groupby("exp_name", sort=False).seed.apply(list)
+    if len(names) == 1 and os.path.exists(os.path.join(REPO, f"{names.index[0]}.py")):
+        return f"{names.index[0]}.py"
+    return "--exp-name " + ", ".join(
+        f"{name} (seed{'s' * (len(s) > 1)} {', '.join(map(str, s))})" for name, s in names.items()
+    )
+
+
 def write_markdown(path: str, rows: list[str]) -> None:
     """Write the lines of a markdown table (and its notes) to `path` and print them: the docs include the file."""
     text = "\n".join(rows)
@@ -1124,7 +1135,7 @@ def run_report(cfg: Report):
     ]
     for env_id, group in runs.groupby("env_id"):
         if cfg.figures:
-            plot_returns(out, env_id, group.exp_name.iloc[0], floor.get(env_id))
+            plot_returns(out, env_id, runs_label(group), floor.get(env_id))
         final = group.final_eval_return
         std = final.std(ddof=0)
         random_return = f"{floor[env_id]:.2f}" if env_id in floor else "–"
@@ -1154,7 +1165,7 @@ def run_report(cfg: Report):
         f.write("\n\n".join(f"![{g}: returns against frames and wall time, per seed]({where}/{g}.png)" for g in games) + "\n")
 
 
-def plot_returns(out: str, env_id: str, exp_name: str, floor: float | None):
+def plot_returns(out: str, env_id: str, runs_title: str, floor: float | None):
     """`{out}/{env_id}.png`: each seed's evaluation returns (markers; the test planner) and binned training returns
     (dashed), in the seed's colour, against frames (left) and wall-clock minutes (right); the random policy's return dotted."""
     evals = read_table(os.path.join(out, f"{env_id}.csv"))
@@ -1176,7 +1187,7 @@ def plot_returns(out: str, env_id: str, exp_name: str, floor: float | None):
     axes[0].set_ylabel("episodic return")
     if min(float(np.nanmin(line.get_ydata())) for line in axes[0].get_lines()) >= 0:
         axes[0].set_ylim(bottom=0)  # MinAtar's and most Atari games' returns are never negative (Pong's are)
-    fig.suptitle(f"{game_title(env_id)}: {exp_name}.py, {seeds_label(len(seeds))}", fontsize="medium")
+    fig.suptitle(f"{game_title(env_id)}: {runs_title}, {seeds_label(len(seeds))}", fontsize="medium")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(seeds) + 1, fontsize="small")  # a column per seed
     fig.tight_layout(rect=(0, 0.13, 1, 1))

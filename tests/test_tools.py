@@ -716,6 +716,17 @@ def test_report_lists_each_seeds_final_evaluation_in_the_order_of_its_seeds(tmp_
     assert "| Breakout | 3, 4 | 2.00 ± 0.50 | 1.50 / 2.50 |" in open(tmp_path / "results.md").read()
 
 
+def test_a_figure_names_the_script_or_each_exp_name_with_its_seeds():
+    def runs(*pairs):
+        return pd.DataFrame([{"seed": seed, "exp_name": name} for name, seed in pairs])
+
+    assert tools.runs_label(runs(("muzero_atari_multigpu", 2), ("muzero_atari_multigpu", 1))) == "muzero_atari_multigpu.py"
+    assert tools.runs_label(runs(("muzero_atari_multigpu", 2), ("share25", 1))) == (
+        "--exp-name share25 (seed 1), muzero_atari_multigpu (seed 2)"
+    )
+    assert tools.runs_label(runs(("cons0", 2), ("cons0", 1))) == "--exp-name cons0 (seeds 1, 2)"
+
+
 def test_read_table_keeps_a_numeric_looking_commit_as_text(tmp_path):
     path = tmp_path / "runs.csv"
     path.write_text("env_id,commit\nBreakout,97e0696\nAsterix,2908cbe\n")
