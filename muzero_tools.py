@@ -900,10 +900,14 @@ def seeds_label(n: int) -> str:
 
 def runs_label(runs: pd.DataFrame) -> str:
     """What the runs of a figure are: `muzero_minatar.py` when every run is a script's under its default --exp-name,
-    otherwise each --exp-name with its seeds ('--exp-name share25 (seed 1), muzero_atari_multigpu (seed 2)')."""
+    `--exp-name cons0` when they share another, otherwise each with its seeds ('--exp-name share25 (seed 1), ...')."""
     names = runs.sort_values("seed").groupby("exp_name", sort=False).seed.apply(list)
-    if len(names) == 1 and os.path.exists(os.path.join(REPO, f"{names.index[0]}.py")):
-        return f"{names.index[0]}.py"
+    if len(names) == 1:  # the seeds are in the legend
+        return (
+            f"{names.index[0]}.py"
+            if os.path.exists(os.path.join(REPO, f"{names.index[0]}.py"))
+            else f"--exp-name {names.index[0]}"
+        )
     return "--exp-name " + ", ".join(
         f"{name} (seed{'s' * (len(s) > 1)} {', '.join(map(str, s))})" for name, s in names.items()
     )

@@ -724,7 +724,7 @@ def test_a_figure_names_the_script_or_each_exp_name_with_its_seeds():
     assert tools.runs_label(runs(("muzero_atari_multigpu", 2), ("share25", 1))) == (
         "--exp-name share25 (seed 1), muzero_atari_multigpu (seed 2)"
     )
-    assert tools.runs_label(runs(("cons0", 2), ("cons0", 1))) == "--exp-name cons0 (seeds 1, 2)"
+    assert tools.runs_label(runs(("cons0", 2), ("cons0", 1))) == "--exp-name cons0"
 
 
 def test_read_table_keeps_a_numeric_looking_commit_as_text(tmp_path):
