@@ -164,8 +164,6 @@ class Args:
     """samples trained per environment step (thesis: 4)"""
     learning_rate: float = 3e-3
     """Adam step size (thesis: 1e-2 at batch 1024)"""
-    anneal_lr: bool = False
-    """decay the step size linearly to 0 over the run's updates"""
     max_grad_norm: float = 5.0
     """global-norm gradient clipping (thesis: 5.0)"""
     value_coef: float = 0.25
@@ -176,8 +174,6 @@ class Args:
     """c_s, weight of the self-consistency loss (thesis: 2.0)"""
     l2_coef: float = 1e-4
     """c_L2, weight of the squared parameter norm (thesis: 1e-4)"""
-    weight_decay: float = 0.0
-    """decoupled weight decay of the kernels, each update times the step size (AdamW; 0: none)"""
     target_update_interval: int = 100
     """updates between copies of the online parameters into the target network"""
 
@@ -242,7 +238,7 @@ def validate_args(args: Args):
         ),
         (
             "dyn_blocks pred_blocks eval_games learning_starts checkpoint_interval pb_c_init eval_pb_c_init "
-            "gumbel_scale priority_exponent value_coef reward_coef consistency_coef l2_coef weight_decay",
+            "gumbel_scale priority_exponent value_coef reward_coef consistency_coef l2_coef",
             lambda v: v >= 0,
             "non-negative",
         ),
@@ -670,11 +666,8 @@ def make_act_fn(net: MuZeroNet, cfg: dict, gamma: float, keep_tree: bool = False
 
 
 def initial_actor_state(num_envs: int, history_length: int, obs_shape) -> ActorState:
-    return ActorState(
-        jnp.zeros((num_envs, history_length, *obs_shape), jnp.float32),
-        jnp.zeros((num_envs, history_length), jnp.int32),
-        jnp.zeros(num_envs, bool),
-    )
+    frames = jnp.zeros((num_envs, history_length, *obs_shape), jnp.float32)
+    return ActorState(frames, jnp.zeros((num_envs, history_length), jnp.int32), jnp.zeros(num_envs, bool))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -908,16 +901,9 @@ def cross_entropy(target_probs, logits):
     return -jnp.sum(target_probs * jax.nn.log_softmax(logits), axis=-1)
 
 
-def make_optimizer(args: Args, max_updates: int) -> optax.GradientTransformation:
-    """Adam after global-norm clipping (4.3.9), with --weight-decay on the kernels only (AdamW); with --anneal-lr
-    the step size falls linearly to 0 at max_updates."""
-    learning_rate = optax.linear_schedule(args.learning_rate, 0.0, max_updates) if args.anneal_lr else args.learning_rate
-
-    def kernels(params):  # the decayed arrays: not biases or LayerNorm scales
-        return jax.tree_util.tree_map_with_path(lambda path, _: path[-1].key == "kernel", params)
-
-    adamw = optax.adamw(learning_rate, weight_decay=args.weight_decay, mask=kernels)
-    return optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adamw)
+def make_optimizer(args: Args) -> optax.GradientTransformation:
+    """Adam after global-norm clipping (4.3.9)."""
+    return optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
 
 
 def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransformation):
@@ -1169,17 +1155,10 @@ def collect(rollout_queues: list, actors: list) -> list:
 # ---------------------------------------------------------------------------------------------
 CHECKPOINT_FILE, FINISHED_FILE = "checkpoint.pkl", "finished.json"
 # flags that do not change what a run computes: a resumed run may set them differently
-RESUME_FREE_FLAGS = {
-    "resume",
-    "track",
-    "wandb_project_name",
-    "wandb_entity",
-    "capture_video",
-    "save_model",
-    "log_interval",
-    "checkpoint_interval",
-    "coordinator_address",
-}
+RESUME_FREE_FLAGS = set(
+    "resume track wandb_project_name wandb_entity capture_video save_model log_interval checkpoint_interval "
+    "coordinator_address".split()
+)
 
 
 @dataclass
@@ -1376,6 +1355,7 @@ def log_evaluation(writer: SummaryWriter, eval_act_fn, params, args: Args, itera
     """Plays --eval-games games against each opponent (seeded by the iteration), both colours equally, logs
     charts/eval_win_rate_*, saves the first game against MCTS as an annotated GIF with --capture-video; returns
     the result for the console."""
+    params = jax.device_put(params, jax.local_devices()[args.actor_device_ids[0]])  # on the first of --actor-device-ids
     summary = "win_rate:"
     for i, opponent in enumerate(OPPONENTS):
         seed, record = (args.seed, 1, iteration, i), args.capture_video and opponent == "mcts"
@@ -1458,13 +1438,8 @@ def log_iteration(writer, p: Progress, rollouts: list, replays: list, global_ste
             writer.add_scalar("charts/episodic_length", length, global_step)
     scalars = {k: float(v[0]) for k, v in p.metrics.items()}  # pmean'd: the same on every learner device
     scalars.update({f"stats/{k}": v for k, v in waits.items()})
-    scalars.update(
-        {
-            "charts/SPS": sps,
-            "charts/num_updates": p.num_updates,
-            "stats/replay_size": sum(r.num_trainable for r in replays),
-        }
-    )
+    scalars.update({"charts/SPS": sps, "charts/num_updates": p.num_updates})
+    scalars["stats/replay_size"] = sum(r.num_trainable for r in replays)
     for k in rollouts[0].scalars:  # charts/ the mean over the actor threads, stats/ each thread's (thread 0 unsuffixed)
         if k.startswith("charts/"):
             scalars[k] = np.mean([r.scalars[k] for r in rollouts])
@@ -1527,8 +1502,7 @@ def main(args: Args):
 
     # the agent: network, planners, update, and a replay for each actor thread (seeded by the thread's index)
     params = init_params(net, args, net_key)  # the same in every process: one seed
-    max_updates = int(num_iterations * steps_per_iteration * args.replay_ratio) // args.batch_size  # at most
-    optimizer = make_optimizer(args, max_updates)
+    optimizer = make_optimizer(args)
     train_planner, test_planner = planner_configs(args)
     act_fn = make_act_fn(net, train_planner, args.gamma, random_move_prob=args.random_move_prob)
     eval_act_fn = make_act_fn(net, test_planner, args.gamma, keep_tree=args.capture_video)
@@ -1578,8 +1552,7 @@ def main(args: Args):
             # 4. evaluate (process 0), 5. log, 6. checkpoint (the actors sent their state with this rollout)
             if args.process_id == 0 and args.eval_games and (global_step >= p.next_eval or iteration == num_iterations):
                 p.next_eval += args.eval_interval
-                eval_params = jax.device_put(params, jax.local_devices()[args.actor_device_ids[0]])
-                p.eval_summary = log_evaluation(writer, eval_act_fn, eval_params, args, iteration, global_step)
+                p.eval_summary = log_evaluation(writer, eval_act_fn, params, args, iteration, global_step)
             console, p.iteration = time.time() - last_log >= args.log_interval or iteration == num_iterations, iteration
             last_log = time.time() if console else last_log
             log_iteration(writer, p, rollouts, replays, global_step, (start_time, start_step, wait, got, put), console)

@@ -212,7 +212,7 @@ def measure(
     }
 
     # learning, on the learner's devices, from a replay filled with played steps
-    optimizer = m.make_optimizer(args, max_updates=1)  # --anneal-lr off: the constant step size
+    optimizer = m.make_optimizer(args)
     update, train_state, one_device_update = make_update(m, net, args, optimizer, params)
     L, S = args.history_length, args.num_steps
     replay = make_replay(m, args, env)

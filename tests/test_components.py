@@ -311,7 +311,7 @@ def test_loss_halves_on_a_fixed_batch():
     batch, weights = synthetic_replay(args).sample(args.batch_size)
     net = m.make_network(args, 4)
     params = m.init_params(net, args, jax.random.PRNGKey(0))
-    opt = m.make_optimizer(args, max_updates=200)
+    opt = m.make_optimizer(args)
     state = m.replicate(m.TrainState(params, params, opt.init(params), jnp.zeros((), jnp.int32)), args)
     update = m.make_update_fn(net, args, opt)
     losses = []
@@ -322,31 +322,15 @@ def test_loss_halves_on_a_fixed_batch():
     assert losses[-1] <= 0.5 * losses[0], (losses[0], losses[-1])
 
 
-@pytest.mark.parametrize("anneal_lr", [False, True])
-def test_step_size_is_constant_or_falls_linearly_to_zero(anneal_lr):
+def test_each_update_steps_by_the_learning_rate():
     # a constant gradient within the clipping norm: Adam's normalised step is 1, so each update is -(step size)
-    opt = m.make_optimizer(tiny_args(learning_rate=3e-3, anneal_lr=anneal_lr), max_updates=10)
+    opt = m.make_optimizer(tiny_args(learning_rate=3e-3))
     params = {"w": jnp.zeros(3)}
     state, steps = opt.init(params), []
     for _ in range(12):
         updates, state = opt.update({"w": jnp.full(3, 0.1)}, state, params)
         steps.append(-float(updates["w"][0]))
-    expected = [3e-3 * (1 - min(k, 10) / 10) if anneal_lr else 3e-3 for k in range(12)]
-    np.testing.assert_allclose(steps, expected, rtol=1e-4, atol=1e-9)
-
-
-def test_weight_decay_shrinks_the_kernels_only():
-    # a zero gradient: Adam's step is 0, so an update is the decay alone, -(step size) * (weight decay) * kernel
-    net = m.make_network(tiny_args(), 4)
-    params = m.init_params(net, tiny_args(), jax.random.PRNGKey(0))
-    opt = m.make_optimizer(tiny_args(learning_rate=3e-3, weight_decay=0.1), max_updates=10)
-    updates, _ = opt.update(jax.tree.map(jnp.zeros_like, params), opt.init(params), params)
-    kernels = 0
-    for (path, p), u in zip(jax.tree_util.tree_leaves_with_path(params), jax.tree.leaves(updates)):
-        is_kernel = path[-1].key == "kernel"
-        kernels += is_kernel
-        np.testing.assert_allclose(u, -3e-3 * 0.1 * p if is_kernel else np.zeros_like(p), rtol=1e-6, atol=0)
-    assert kernels >= 10  # every convolution and dense layer; LayerNorm scales and biases stay as they are
+    np.testing.assert_allclose(steps, [3e-3] * 12, rtol=1e-4, atol=1e-9)
 
 
 def test_scale_gradient_halves():
