@@ -451,7 +451,7 @@ def phi_inverse(h):
 
 
 def scalar_to_categorical(x, support_size: int):
-    """Phi: phi(x) as weights on the two nearest integers of [-S, S]; shape (..., 2S+1)."""
+    """Phi: phi(x) as weights on its two nearest integers in [-support_size, support_size]; shape (..., 2 support_size + 1)."""
     h = jnp.clip(phi(x), -support_size, support_size)
     low = jnp.floor(h)
     frac = h - low
@@ -621,16 +621,16 @@ class ActorState(NamedTuple):
 
 def make_recurrent_fn(net: MuZeroNet, gamma: float):
     """MCTX's recurrent function: one step of the learned model (dynamics, then prediction)."""
-    s = net.support_size
+    support_size = net.support_size
 
     def recurrent_fn(params, rng, action, x):
         x, reward_logits = net.apply(params, x, action, method=MuZeroNet.dynamics)
         policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
         out = mctx.RecurrentFnOutput(
-            reward=categorical_to_scalar(jax.nn.softmax(reward_logits), s),
+            reward=categorical_to_scalar(jax.nn.softmax(reward_logits), support_size),
             discount=jnp.full(action.shape, gamma, jnp.float32),
             prior_logits=policy_logits,
-            value=categorical_to_scalar(jax.nn.softmax(value_logits), s),
+            value=categorical_to_scalar(jax.nn.softmax(value_logits), support_size),
         )
         return out, x
 
@@ -641,7 +641,7 @@ def make_act_fn(net: MuZeroNet, cfg: dict, gamma: float, keep_tree: bool = False
     """One jitted function per acting step: history stacking, initial inference, search, action. Its last
     output is the search tree (mctx.Tree, with the root's embedding only) if `keep_tree`, else None: the
     evaluation keeps it for annotated videos and the analysis tools, the actors do not need it."""
-    s = net.support_size
+    support_size = net.support_size
     recurrent_fn = make_recurrent_fn(net, gamma)
 
     @jax.jit
@@ -653,7 +653,7 @@ def make_act_fn(net: MuZeroNet, cfg: dict, gamma: float, keep_tree: bool = False
         x = net.apply(params, stack_history(frames, actions), method=MuZeroNet.represent)
         prior_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
         root = mctx.RootFnOutput(
-            prior_logits=prior_logits, value=categorical_to_scalar(jax.nn.softmax(value_logits), s), embedding=x
+            prior_logits=prior_logits, value=categorical_to_scalar(jax.nn.softmax(value_logits), support_size), embedding=x
         )
         out = run_search(cfg, params, rng, root, recurrent_fn, legal)
         root_value = out.search_tree.summary().value
