@@ -1103,22 +1103,13 @@ def check_signals():
         raise Interrupted(signals_received[0])
 
 
-def queue_get(q: queue.Queue, other_alive):
-    """q.get() that gives up with Stopped once `other_alive()` is False and nothing is left to take."""
+def wait_on(queue_op, other_alive):
+    """A queue's get, or put with its item (functools.partial), retried until it succeeds; gives up with Stopped once
+    `other_alive()` is False (a get still takes what is left)."""
     while True:
         try:
-            return q.get(timeout=0.5)
-        except queue.Empty:
-            if not other_alive():
-                raise Stopped
-
-
-def queue_put(q: queue.Queue, item, other_alive):
-    """q.put() that gives up with Stopped once `other_alive()` is False."""
-    while True:
-        try:
-            return q.put(item, timeout=0.5)
-        except queue.Full:
+            return queue_op(timeout=0.5)
+        except (queue.Empty, queue.Full):
             if not other_alive():
                 raise Stopped
 
@@ -1160,7 +1151,7 @@ def actor_loop(args: Args, thread: int, act_fn, pending_params: list, queues, le
             put_wait = 0.0
             for iteration in iterations:
                 start = time.time()
-                params = pending_params.pop(0) if pending_params else queue_get(params_queue, learner_alive)
+                params = pending_params.pop(0) if pending_params else wait_on(params_queue.get, learner_alive)
                 params = jax.device_put(params, device)
                 params_wait = time.time() - start
                 segments = {k: np.roll(v, -S, axis=1) for k, v in segments.items()}
@@ -1197,13 +1188,13 @@ def actor_loop(args: Args, thread: int, act_fn, pending_params: list, queues, le
                     )
                 rollout = Rollout({k: v.copy() for k, v in segments.items()}, returns, lengths, scalars, snap)
                 t0 = time.time()
-                queue_put(rollout_queue, rollout, learner_alive)
+                wait_on(partial(rollout_queue.put, rollout), learner_alive)
                 put_wait = time.time() - t0  # reported with the next rollout
     except Stopped:  # the learner has ended; it reports its own error
         pass
     except BaseException as e:  # anything, even KeyboardInterrupt or SystemExit: hand it to the learner
         try:
-            queue_put(rollout_queue, e, learner_alive)
+            wait_on(partial(rollout_queue.put, e), learner_alive)
         except Stopped:
             pass
 
@@ -1214,7 +1205,7 @@ def collect(rollout_queues: list, actors: list) -> list:
     rollouts = []
     for t, (q, actor) in enumerate(zip(rollout_queues, actors)):
         try:
-            rollouts.append(queue_get(q, lambda: check_signals() or actor.is_alive()))
+            rollouts.append(wait_on(q.get, lambda: check_signals() or actor.is_alive()))
         except Stopped:
             raise RuntimeError(f"actor thread {t} ended without handing over a rollout or an error")
         if isinstance(rollouts[t], BaseException):
@@ -1490,7 +1481,7 @@ def hand_over(queues: list, actors: list, params):
     """Puts the parameters in every actor thread's params queue (an ended thread is skipped: collect() says why)."""
     for (q, _), actor in zip(queues, actors):
         try:
-            queue_put(q, params, actor.is_alive)
+            wait_on(partial(q.put, params), actor.is_alive)
         except Stopped:
             pass
 
