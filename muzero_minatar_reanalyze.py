@@ -1541,6 +1541,7 @@ def main(args: Args):
                 rollout.segments["made_at"][:] = p.num_updates
                 add_with_priorities(replay, rollout.segments, priority_fn)
                 p.train_returns = (p.train_returns + rollout.episode_returns)[-20:]
+            # 1b. reanalyse: stored segments searched again with the newest parameters (--reanalyze-ratio, --reanalyze-mode)
             new_steps = steps_per_iteration
             if num_reanalysed and replays[0].num_trainable * G >= args.learning_starts:
                 params = unreplicate(state.params)
