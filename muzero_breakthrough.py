@@ -350,8 +350,8 @@ class Step(NamedTuple):
 
 def env_seeds(seed: int | tuple[int, ...], num_envs: int) -> np.ndarray:
     """One 32-bit seed per environment copy, hashed from `seed` (an int or a tuple of ints) by numpy's
-    SeedSequence: runs with different seeds share no environment stream (with `seed + i`, seeds 1 and 2
-    shared 31 of their 32), nor do training and each evaluation (seeded `(seed, 1, iteration)`)."""
+    SeedSequence: runs with different seeds share no environment stream, nor do training and each evaluation
+    (seeded `(seed, 1, iteration)`)."""
     return np.random.SeedSequence(seed).generate_state(num_envs)
 
 
@@ -477,9 +477,7 @@ class ResidualBlock(nn.Module):
 
 class Head(nn.Module):
     """Dense -> LayerNorm -> ReLU -> Dense on the flattened board. The last layer starts at zero, so
-    an untrained network predicts a uniform prior, value 0 and reward 0. With random weights it
-    predicts values of a few units of either sign, which the N-step targets would bootstrap from for
-    as long as those searches stay in replay (without reanalyze, until they are evicted)."""
+    an untrained network predicts a uniform prior, value 0 and reward 0."""
 
     hidden: int
     out: int
@@ -502,7 +500,7 @@ class ActionStem(nn.Module):
     one-hot by |A^a|, which with 301 moves leaves g hardly seeing the move), computed
     without tiling the one-hot planes: their share of the product is the same on every square, so it is
     computed once per sample. Same parameters (kernel (1, 1, C + L|A^a|, F), bias) and initialisation as
-    nn.Conv over the concatenated planes; with 300 moves (Breakthrough) the tiled planes were most of the work."""
+    nn.Conv over the concatenated planes."""
 
     features: int
     num_actions: int
