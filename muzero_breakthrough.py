@@ -1194,10 +1194,10 @@ def read_checkpoint(args: Args) -> dict:
     if checkpoint.get("script") != SCRIPT:
         fail(f"--resume {args.resume}: the checkpoint was written by {checkpoint.get('script')}.py, not by {SCRIPT}.py")
     given = asdict(args)
-    differ = [
-        f"--{k.replace('_', '-')} {saved.get(k)!r} (now {v!r})"
-        for k, v in given.items()
-        if k not in RESUME_FREE_FLAGS and saved.get(k) != v
+    differ = [  # a flag that only one of them has is None in the other (a checkpoint of another version of the script)
+        f"--{k.replace('_', '-')} {saved.get(k)!r} (now {given.get(k)!r})"
+        for k in dict.fromkeys([*given, *saved])
+        if k not in RESUME_FREE_FLAGS and saved.get(k) != given.get(k)
     ]
     if differ:
         fail(f"--resume {args.resume}: the checkpoint was written with other flags: {', '.join(differ)}")

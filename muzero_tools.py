@@ -336,6 +336,8 @@ def load_model(model_path: str):
         "reanalyze_ratio": "muzero_minatar_reanalyze",
     }
     name = saved.pop("script", None) or next((name for flag, name in flags_of.items() if flag in saved), "muzero_minatar")
+    for flag in ("anneal_lr", "weight_decay"):  # flags the scripts no longer have; they changed training, not play
+        saved.pop(flag, None)
     script = require(name, "atari") if name == "muzero_atari_multigpu" else importlib.import_module(name)
     unknown = sorted(set(saved) - {f.name for f in dataclasses.fields(script.Args)})
     if unknown:

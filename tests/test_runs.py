@@ -430,6 +430,7 @@ def jax_leaves(tree):
     [
         ("truncate", "--resume"),
         ("other_flags", "--channels"),
+        ("removed_flag", "--anneal-lr False (now None)"),  # written by a version of the script with a flag it has no more
     ],
 )
 def test_bad_checkpoints_are_refused_and_nothing_is_touched(stopped_three_times, tmp_path, monkeypatch, capsys, damage, named):
@@ -441,6 +442,13 @@ def test_bad_checkpoints_are_refused_and_nothing_is_touched(stopped_three_times,
         path = os.path.join(run_dir, "checkpoint.pkl")
         data = open(path, "rb").read()
         open(path, "wb").write(data[: len(data) // 2])
+    elif damage == "removed_flag":
+        path = os.path.join(run_dir, "checkpoint.pkl")
+        with open(path, "rb") as f:
+            checkpoint = m.CheckpointUnpickler(f).load()
+        checkpoint["args"]["anneal_lr"] = False
+        with open(path, "wb") as f:
+            pickle.dump(checkpoint, f)
     else:
         flags[flags.index("--channels") + 1] = "16"
     before = file_states(tmp_path)

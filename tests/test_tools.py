@@ -2,7 +2,9 @@
 
 import dataclasses
 import importlib.util
+import json
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
@@ -417,6 +419,23 @@ def test_eval_planner_benchmark_compares_the_thesis_planner_with_a_greedy_one_an
     with pytest.raises(SystemExit) as exit_:
         bench.evaluate_planners([str(tmp_path / "gumbel.muzero_model")], episodes=3, seed=5)
     assert exit_.value.code == 2 and "no noise" in capsys.readouterr().err
+
+
+def test_a_model_saved_with_a_removed_training_flag_loads_with_its_parameters(tmp_path):
+    """load_model: --anneal-lr and --weight-decay left the scripts; a model saved with them still loads."""
+    import muzero_minatar as m
+
+    args, _, params = small_agent(m)
+    path = str(tmp_path / "old.muzero_model")
+    m.save_model(path, args, params)
+    with open(path + ".json") as f:
+        saved = json.load(f)
+    with open(path + ".json", "w") as f:
+        json.dump({**saved, "anneal_lr": True, "weight_decay": 0.1}, f)
+    script, loaded_args, _, loaded = tools.load_model(path)
+    assert script is m and loaded_args == args
+    for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(loaded)):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_budget_checks_every_model_before_the_first_evaluation(tmp_path, monkeypatch):
