@@ -333,26 +333,6 @@ def validate_devices(args: Args):
         fail(f"--batch-size ({args.batch_size}) must split evenly over the --learner-device-ids of each process")
 
 
-def check_memory(args: Args, net, obs_shape, num_actions: int):
-    """Refuses sizes whose arrays cannot fit in this machine's memory (before anything is compiled or written): the
-    replays, the network with its target, gradients and Adam moments, and the acting and evaluation search trees."""
-    params = jax.eval_shape(partial(init_params, net, args), jax.random.PRNGKey(0))
-    step_bytes = sum(v.nbytes for v in empty_segments(1, 1, obs_shape, num_actions).values())
-    span = args.history_length + args.num_steps + args.unroll_steps + args.td_steps
-    node_bytes = (args.resolution // 16) ** 2 * args.channels * 4 + (6 * num_actions + 5) * 4  # mctx.Tree per node
-    acting, evaluating = args.num_envs * args.num_actor_threads, args.eval_episodes  # searches run at once
-    nodes = max(acting * (args.num_simulations + 1), evaluating * (args.eval_num_simulations + 1))
-    needs = {  # bytes in this process, by the flag that sets them
-        "--buffer-size": args.buffer_size // args.num_processes // args.num_steps * span * step_bytes,
-        "--channels/--head-hidden/--support-size": 6 * sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(params)),
-        "--num-simulations/--eval-num-simulations": nodes * node_bytes,
-    }
-    memory, total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, sum(needs.values()) / 2**30
-    if total > memory:
-        parts = ", ".join(f"{k} ({v / 2**30:.1f} GiB)" for k, v in sorted(needs.items(), key=lambda kv: -kv[1]))
-        fail(f"the run needs about {total:.1f} GiB, mostly for {parts}; this machine has {memory:.1f} GiB")
-
-
 # ---------------------------------------------------------------------------------------------
 # Environment (4.3.1-4.3.3). Agent actions are env actions + 1: index 0 is the dummy action, taken
 # before the first step and at (and after) the last step of an episode.
@@ -1382,6 +1362,26 @@ def save_model(path: str, args: Args, params):
 # ---------------------------------------------------------------------------------------------
 # Learner (main thread)
 # ---------------------------------------------------------------------------------------------
+def check_memory(args: Args, net, obs_shape, num_actions: int):
+    """Refuses sizes whose arrays cannot fit in this machine's memory (before anything is compiled or written): the
+    replays, the network with its target, gradients and Adam moments, and the acting and evaluation search trees."""
+    params = jax.eval_shape(partial(init_params, net, args), jax.random.PRNGKey(0))
+    step_bytes = sum(v.nbytes for v in empty_segments(1, 1, obs_shape, num_actions).values())
+    span = args.history_length + args.num_steps + args.unroll_steps + args.td_steps
+    node_bytes = (args.resolution // 16) ** 2 * args.channels * 4 + (6 * num_actions + 5) * 4  # mctx.Tree per node
+    acting, evaluating = args.num_envs * args.num_actor_threads, args.eval_episodes  # searches run at once
+    nodes = max(acting * (args.num_simulations + 1), evaluating * (args.eval_num_simulations + 1))
+    needs = {  # bytes in this process, by the flag that sets them
+        "--buffer-size": args.buffer_size // args.num_processes // args.num_steps * span * step_bytes,
+        "--channels/--head-hidden/--support-size": 6 * sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(params)),
+        "--num-simulations/--eval-num-simulations": nodes * node_bytes,
+    }
+    memory, total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, sum(needs.values()) / 2**30
+    if total > memory:
+        parts = ", ".join(f"{k} ({v / 2**30:.1f} GiB)" for k, v in sorted(needs.items(), key=lambda kv: -kv[1]))
+        fail(f"the run needs about {total:.1f} GiB, mostly for {parts}; this machine has {memory:.1f} GiB")
+
+
 def open_run(args: Args, checkpoint: dict | None, steps_per_iteration: int, num_iterations: int):
     """This process's run directory and TensorBoard writer, and the W&B run (process 0 tracks). A resumed run goes on
     in its directory and stream: events logged after its checkpoint are dropped (purge_step)."""
