@@ -10,6 +10,8 @@ exactly one version behind the learner, so a run's data is fixed by its seed; th
 """
 
 import copy
+import hashlib
+import io
 import json
 import math
 import os
@@ -147,6 +149,8 @@ class Args:
     """scale of the Gumbel noise in training (gumbel planner; evaluation uses 0)"""
     max_num_considered_actions: int = 16
     """actions considered by Sequential Halving at the root (gumbel planner)"""
+    gumbel_rescale_q: bool = True
+    """min-max rescale the completed Q-values over a node's actions (gumbel planner; mctx's default: on)"""
 
     # Targets and replay (4.3.7, 4.3.14)
     unroll_steps: int = 5
@@ -166,7 +170,7 @@ class Args:
     rewarding_share: float = 0.25
     """share of each batch drawn by the same sampling restricted to positions whose next step rewards (MuZero: 0)"""
     importance_exponent: float = 0.0
-    """beta: samples are weighted by (1 / (N P(i)))^beta; 1 undoes the sampling bias (MuZero), 0 keeps it"""
+    """beta: samples weigh (1 / (N P(i)))^beta over the sample's largest (MuZero: 1, undoing the bias; here 0 keeps it)"""
     learning_starts: int = 2_000
     """environment steps stored in replay before the first update"""
 
@@ -182,7 +186,7 @@ class Args:
     value_coef: float = 0.25
     """c_v, weight of the value loss (thesis: 0.25)"""
     reward_coef: float = 1.0
-    """weight of the reward loss (thesis: 1.0)"""
+    """weight of the reward loss, summed over the K steps where policy and value average (MuZero: all over K; so K x)"""
     consistency_coef: float = 2.0
     """c_s, weight of the self-consistency loss (thesis: 2.0)"""
     l2_coef: float = 1e-4
@@ -363,6 +367,13 @@ def env_seeds(seed: int | tuple[int, ...], num_envs: int) -> np.ndarray:
     return np.random.SeedSequence(seed).generate_state(num_envs)
 
 
+def env_shapes(args: Args) -> tuple[tuple, int]:
+    """The shape (H, W, C) of an observation of --env-id and the number of agent actions |A^a| = |A^e| + dummy, read
+    without starting a game (before check_memory: envpool allocates its frames at --resolution)."""
+    num_actions = envpool.make_spec(args.env_id).action_space.n + 1
+    return (args.resolution, args.resolution, 1 if args.gray_scale else 3), num_actions
+
+
 class AtariVecEnv:
     """`num_envs` Atari games of envpool stepped as one batch. envpool resets a game at the step after
     its last (the thesis' unified main loop: that step's action is ignored, its reward is 0), so the
@@ -386,9 +397,7 @@ class AtariVecEnv:
             reward_clip=False,
             max_episode_steps=args.max_episode_steps,
         )
-        self.num_actions = self.envs.action_space.n + 1  # |A^a| = |A^e| + dummy
-        c = 1 if args.gray_scale else 3
-        self.obs_shape = (args.resolution, args.resolution, c)
+        self.obs_shape, self.num_actions = env_shapes(args)
         self.fire = fire_action(args.env_id)
         self.fire_steps = args.fire_steps if self.fire else 0
         self.last = self.truncated = None
@@ -432,14 +441,16 @@ class EpisodeTracker:
     finished games."""
 
     def __init__(self, num_envs: int):
-        self.returns, self.lengths = np.zeros(num_envs), np.zeros(num_envs, np.int64)
+        self.returns = np.zeros(num_envs)
+        self.lengths = np.zeros(num_envs, np.int64)
 
     def update(self, step: Step):
         self.returns += step.reward
         self.lengths += ~step.is_last
         done = np.flatnonzero(step.game_over)
         finished = (done, self.returns[done].copy(), self.lengths[done].copy())
-        self.returns[done], self.lengths[done] = 0.0, 0
+        self.returns[done] = 0.0
+        self.lengths[done] = 0
         return finished
 
 
@@ -611,8 +622,8 @@ class MuZeroNet(nn.Module):
 
 
 def make_network(args: Args, num_actions: int) -> MuZeroNet:
-    a = args
-    return MuZeroNet(num_actions, a.channels, a.repr_blocks, a.dyn_blocks, a.pred_blocks, a.head_hidden, a.support_size)
+    blocks = (args.repr_blocks, args.dyn_blocks, args.pred_blocks)
+    return MuZeroNet(num_actions, args.channels, *blocks, args.head_hidden, args.support_size)
 
 
 def init_params(net: MuZeroNet, args: Args, key):
@@ -624,25 +635,29 @@ def init_params(net: MuZeroNet, args: Args, key):
 # Planner (4.3.6): MCTX search over the learned model. The legal-action mask applies at the root
 # only (MCTX's `invalid_actions`); inside the tree every action, the dummy one included, is open.
 # ---------------------------------------------------------------------------------------------
-def planner_configs(args: Args) -> tuple[dict, dict]:
-    """Keyword arguments of the mctx policy in training and in evaluation (Table 5.1)."""
-    a = args
-    if a.planner == "gumbel":  # evaluation without Gumbel noise: the greedy choice
-        shared = dict(max_num_considered_actions=a.max_num_considered_actions)
-        train, test = dict(gumbel_scale=a.gumbel_scale), dict(gumbel_scale=0.0)
+def planner_configs(args: Args) -> tuple[partial, partial]:
+    """The mctx policy with its options, in training and in evaluation (Table 5.1)."""
+    if args.planner == "gumbel":  # evaluation without Gumbel noise: the greedy choice
+        policy = mctx.gumbel_muzero_policy
+        qtransform = partial(mctx.qtransform_completed_by_mix_value, rescale_values=args.gumbel_rescale_q)
+        shared = dict(max_num_considered_actions=args.max_num_considered_actions, qtransform=qtransform)
+        train_options = dict(gumbel_scale=args.gumbel_scale)
+        test_options = dict(gumbel_scale=0.0)
     else:
-        shared = dict(dirichlet_fraction=a.dirichlet_fraction, pb_c_base=a.pb_c_base)
-        train = dict(pb_c_init=a.pb_c_init, temperature=a.temperature, dirichlet_alpha=a.dirichlet_alpha)
-        test = dict(pb_c_init=a.eval_pb_c_init, temperature=a.eval_temperature, dirichlet_alpha=a.eval_dirichlet_alpha)
-    train.update(shared, num_simulations=a.num_simulations)
-    test.update(shared, num_simulations=a.eval_num_simulations)
+        policy = mctx.muzero_policy
+        shared = dict(dirichlet_fraction=args.dirichlet_fraction, pb_c_base=args.pb_c_base)
+        train_options = dict(pb_c_init=args.pb_c_init, temperature=args.temperature, dirichlet_alpha=args.dirichlet_alpha)
+        test_options = dict(
+            pb_c_init=args.eval_pb_c_init, temperature=args.eval_temperature, dirichlet_alpha=args.eval_dirichlet_alpha
+        )
+    train = partial(policy, **shared, **train_options, num_simulations=args.num_simulations)
+    test = partial(policy, **shared, **test_options, num_simulations=args.eval_num_simulations)
     return train, test
 
 
-def run_search(cfg: dict, params, rng, root: mctx.RootFnOutput, recurrent_fn, legal):
-    """A batch of searches with the planner of `cfg` (planner_configs); legal (B, |A^a|) applies at the root only."""
-    policy = mctx.gumbel_muzero_policy if "gumbel_scale" in cfg else mctx.muzero_policy
-    return policy(params, rng, root, recurrent_fn, invalid_actions=~legal, **cfg)
+def run_search(search: partial, params, rng, root: mctx.RootFnOutput, recurrent_fn, legal):
+    """A batch of searches with `search`, a planner of planner_configs; legal (B, |A^a|) applies at the root only."""
+    return search(params, rng, root, recurrent_fn, invalid_actions=~legal)
 
 
 class ActorState(NamedTuple):
@@ -668,7 +683,7 @@ def make_recurrent_fn(net: MuZeroNet, gamma: float):
     return recurrent_fn
 
 
-def make_act_fn(net: MuZeroNet, cfg: dict, gamma: float, keep_tree: bool = False):
+def make_act_fn(net: MuZeroNet, search: partial, gamma: float, keep_tree: bool = False):
     """One jitted function per acting step: history stacking, initial inference, search, action. Its last
     output is the search tree (mctx.Tree, with the root's embedding only) if `keep_tree`, else None: the
     evaluation keeps it for annotated videos and the analysis tools, the actors do not need it."""
@@ -686,7 +701,7 @@ def make_act_fn(net: MuZeroNet, cfg: dict, gamma: float, keep_tree: bool = False
         root = mctx.RootFnOutput(
             prior_logits=prior_logits, value=categorical_to_scalar(jax.nn.softmax(value_logits), support_size), embedding=x
         )
-        out = run_search(cfg, params, rng, root, recurrent_fn, legal)
+        out = run_search(search, params, rng, root, recurrent_fn, legal)
         root_value = out.search_tree.summary().value
         actions = jnp.concatenate([actions[:, 1:], out.action[:, None]], axis=1)
         tree = out.search_tree.replace(embeddings=x[:, None]) if keep_tree else None
@@ -814,20 +829,26 @@ def sampling_probabilities(priorities: np.ndarray, valid: np.ndarray, mode: str,
 
 
 def importance_weights(probs: np.ndarray, num_valid: int, beta: float = 1.0):
-    """rho_i = (1 / (N * P(i)))^beta."""
-    return (1.0 / (num_valid * probs)) ** beta
+    """rho_i = (1 / (N * P(i)))^beta over the largest of the sample, as prioritized replay does (at most 1)."""
+    weights = (1.0 / (num_valid * probs)) ** beta
+    return weights / weights.max()
 
 
 class Replay:
     """`capacity` segments in FIFO order, each trainable position with its priority |v* - G^N| (4.3.14)."""
 
     def __init__(self, args: Args, capacity: int, obs_shape, num_actions: int, seed):
-        self.L, self.S, self.args = args.history_length, args.num_steps, args
+        self.args = args
+        self.L = args.history_length
+        self.S = args.num_steps
         self.window = self.L + args.unroll_steps + args.td_steps + 1  # steps c-L .. c+K+N of a position c
         self.storage = empty_segments(capacity, self.window - 1 + self.S, obs_shape, num_actions)
         self.priorities = np.zeros((capacity, self.S), np.float32)
-        self.capacity, self.next, self.size = capacity, 0, 0
-        self.rng, self.probs = np.random.default_rng(seed), None
+        self.capacity = capacity
+        self.next = 0  # the segment the next add() overwrites
+        self.size = 0
+        self.rng = np.random.default_rng(seed)
+        self.probs = None  # P(i) of every position, computed at the first sample() after an add()
 
     def add(self, segments: dict, priorities: np.ndarray):
         for i in range(len(priorities)):
@@ -837,17 +858,6 @@ class Replay:
             self.next = (self.next + 1) % self.capacity
             self.size = min(self.size + 1, self.capacity)
         self.probs = None  # recomputed lazily, once per batch of new segments
-
-    def state(self) -> dict:
-        """Everything a checkpoint needs to restore this replay exactly (contents, priorities, sampler)."""
-        return dict(
-            storage=self.storage, priorities=self.priorities, next=self.next, size=self.size, rng=self.rng.bit_generator.state
-        )
-
-    def load_state(self, state: dict):
-        self.storage, self.priorities, self.next, self.size = (state[k] for k in ("storage", "priorities", "next", "size"))
-        self.rng.bit_generator.state = state["rng"]
-        self.probs = None
 
     def trainable(self) -> np.ndarray:
         """(capacity, S) mask of positions whose step was really played."""
@@ -861,11 +871,11 @@ class Replay:
 
     def sample(self, batch_size: int):
         """A batch of windows (the fields of empty_segments, (B, L+K+N+1, ...)) and their importance weights (B,)."""
-        a = self.args
+        args = self.args
         if self.probs is None:
             valid = self.trainable().ravel()
             self.probs = sampling_probabilities(
-                self.priorities.ravel(), valid, a.sampling, a.priority_exponent, a.priority_epsilon
+                self.priorities.ravel(), valid, args.sampling, args.priority_exponent, args.priority_epsilon
             )
             self.num_valid = int(valid.sum())
             reward = (
@@ -874,15 +884,16 @@ class Replay:
             )
             rewarding = valid & (reward.ravel() != 0)  # r_{c+1} != 0 inside c's episode
             self.rewarding_probs = self.probs * rewarding / np.sum(self.probs * rewarding) if rewarding.any() else None
-        num_rewarding = round(a.rewarding_share * batch_size) if self.rewarding_probs is not None else 0
+        num_rewarding = round(args.rewarding_share * batch_size) if self.rewarding_probs is not None else 0
         flat = self.rng.choice(self.probs.size, size=batch_size - num_rewarding, p=self.probs)
         probs = self.probs[flat]  # P(i) of the mixture that drew each sample, for the importance weights
         if num_rewarding:
             flat = np.concatenate([flat, self.rng.choice(self.probs.size, size=num_rewarding, p=self.rewarding_probs)])
             share = num_rewarding / batch_size
             probs = (1 - share) * self.probs[flat] + share * self.rewarding_probs[flat]
-        batch = gather_windows(self.storage, *np.divmod(flat, self.S), self.window)
-        return batch, importance_weights(probs, self.num_valid, a.importance_exponent).astype(np.float32)
+        segment, position = np.divmod(flat, self.S)
+        batch = gather_windows(self.storage, segment, position, self.window)
+        return batch, importance_weights(probs, self.num_valid, args.importance_exponent).astype(np.float32)
 
 
 def batched_targets(args: Args):
@@ -939,10 +950,6 @@ def masked_mean(x, mask):
     return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1)
 
 
-def cross_entropy(target_probs, logits):
-    return -jnp.sum(target_probs * jax.nn.log_softmax(logits), axis=-1)
-
-
 def make_optimizer(args: Args) -> optax.GradientTransformation:
     """Adam after global-norm clipping (4.3.9)."""
     return optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(args.learning_rate))
@@ -967,8 +974,8 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
         x = net.apply(params, t.stacked, method=MuZeroNet.represent)
         policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
         value_prediction = scalar(value_logits)
-        policy_loss = cross_entropy(t.policies[:, 0], policy_logits)
-        value_loss = cross_entropy(categorical(t.values[:, 0]), value_logits)
+        policy_loss = optax.losses.softmax_cross_entropy(policy_logits, t.policies[:, 0])
+        value_loss = optax.losses.softmax_cross_entropy(value_logits, categorical(t.values[:, 0]))
         reward_loss, reward_predictions = 0.0, []
         for k in range(1, K + 1):
             x = scale_gradient(x, 0.5)  # halve the gradient entering each dynamics call
@@ -976,9 +983,9 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
             if k == 1:
                 x_one = x
             policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
-            policy_loss += cross_entropy(t.policies[:, k], policy_logits) / K
-            value_loss += cross_entropy(categorical(t.values[:, k]), value_logits) / K
-            reward_loss += cross_entropy(categorical(t.rewards[:, k - 1]), reward_logits)
+            policy_loss += optax.losses.softmax_cross_entropy(policy_logits, t.policies[:, k]) / K
+            value_loss += optax.losses.softmax_cross_entropy(value_logits, categorical(t.values[:, k])) / K
+            reward_loss += optax.losses.softmax_cross_entropy(reward_logits, categorical(t.rewards[:, k - 1]))
             reward_predictions.append(scalar(reward_logits))
         # self-consistency: projected x^1_t towards the (stop-gradient, target-network) x^0_{t+1}
         projected = net.apply(params, x_one, method=MuZeroNet.project).reshape(x_one.shape[0], -1)
@@ -1045,12 +1052,23 @@ def unreplicate(tree):
 # ---------------------------------------------------------------------------------------------
 # Actor threads (Cleanba): each acts with parameters exactly one version behind the learner
 # ---------------------------------------------------------------------------------------------
+class ActorSnapshot(NamedTuple):
+    """An actor thread's whole state after an iteration, kept in checkpoints."""
+
+    actions_given: list  # to AtariVecEnv.step since its first call: replayed, they restore the games
+    segments: dict  # the fields of empty_segments, (num_envs, L + S + K + N, ...)
+    state: ActorState  # on the host
+    step: Step  # the last environment step, to act on next
+    episodes: EpisodeTracker
+    key: jax.Array
+
+
 class Rollout(NamedTuple):
     segments: dict  # the fields of empty_segments, (num_envs, L + S + K + N, ...)
     episode_returns: list  # of the episodes that ended in this iteration
     episode_lengths: list
     scalars: dict  # charts/root_value, charts/policy_entropy (means) and the thread's stats/actor_* (seconds)
-    snapshot: dict | None  # the actor's state after this iteration, when a checkpoint is due
+    snapshot: ActorSnapshot | None  # the actor's state after this iteration, when a checkpoint is due
 
 
 class Stopped(Exception):
@@ -1100,36 +1118,41 @@ def checkpoint_due(args: Args, iteration: int, num_iterations: int) -> bool:
     return iteration * steps // args.checkpoint_interval > (iteration - 1) * steps // args.checkpoint_interval
 
 
-SNAPSHOT = ("actions_given", "segments", "state", "step", "episodes", "key")  # an actor thread's whole state, in checkpoints
+class ActorQueues(NamedTuple):
+    params: queue.Queue  # the learner's parameters, to act with
+    rollouts: queue.Queue  # the actor's rollouts, or the error that stopped it
 
 
-def actor_loop(args: Args, thread: int, act_fn, pending_params: list, queues, learner_alive, iterations: range, key, snapshot):
+def actor_loop(
+    args: Args, thread: int, act_fn, pending_params: list, queues: ActorQueues, learner_alive, iterations: range, key, snapshot
+):
     """Actor thread `thread` of this process, for `iterations`. Iteration k acts with the parameters the learner put
-    after its iteration k-2 (the initial ones for k <= 2): those in `pending_params`, then those of the params queue
-    (queues: params, rollouts). `snapshot` (from a checkpoint) restores games, history, segments and key: envpool
-    cannot save an emulator, so the games are replayed from their seed with every action played since."""
+    after its iteration k-2 (the initial ones for k <= 2): those in `pending_params`, then those of the params queue.
+    `snapshot` (an ActorSnapshot from a checkpoint) restores games, history, segments and key: envpool cannot save an
+    emulator, so the games are replayed from their seed with every action played since."""
     device = jax.local_devices()[args.actor_device_ids[thread % len(args.actor_device_ids)]]
-    g = args.process_id * args.num_actor_threads + thread  # the thread's index among all processes' threads
-    params_queue, rollout_queue = queues
-    n, L, S = args.num_envs, args.history_length, args.num_steps
-    span = L + S + args.unroll_steps + args.td_steps
+    global_thread = args.process_id * args.num_actor_threads + thread  # the thread's index among all processes' threads
+    num_envs = args.num_envs
+    S = args.num_steps
+    span = args.history_length + S + args.unroll_steps + args.td_steps
     try:
         with jax.default_device(device):  # environment inputs go straight to the actor's device
-            envs = AtariVecEnv(args, n, (args.seed, g), args.episodic_life)
+            envs = AtariVecEnv(args, num_envs, (args.seed, global_thread), args.episodic_life)
             if snapshot is None:
                 actions_given = []  # to envs.step, after its first call (which starts the games)
-                segments = empty_segments(n, span, envs.obs_shape, envs.num_actions)
-                state, step = initial_actor_state(n, L, envs.obs_shape), envs.step(np.zeros(n, np.int32))
-                episodes = EpisodeTracker(n)
+                segments = empty_segments(num_envs, span, envs.obs_shape, envs.num_actions)
+                state = initial_actor_state(num_envs, args.history_length, envs.obs_shape)
+                step = envs.step(np.zeros(num_envs, np.int32))
+                episodes = EpisodeTracker(num_envs)
             else:
-                actions_given, segments, state, step, episodes, key = (snapshot[k] for k in SNAPSHOT)
+                actions_given, segments, state, step, episodes, key = snapshot
                 state = jax.tree.map(jnp.asarray, state)
-                for action in [np.zeros(n, np.int32), *actions_given]:  # the same seeds and actions: the same games
+                for action in [np.zeros(num_envs, np.int32), *actions_given]:  # the same seeds and actions: the same games
                     envs.step(action)
             put_wait = 0.0
             for iteration in iterations:
                 start = time.time()
-                params = pending_params.pop(0) if pending_params else wait_on(params_queue.get, learner_alive)
+                params = pending_params.pop(0) if pending_params else wait_on(queues.params.get, learner_alive)
                 params = jax.device_put(params, device)
                 params_wait = time.time() - start
                 segments = {k: np.roll(v, -S, axis=1) for k, v in segments.items()}
@@ -1141,9 +1164,13 @@ def actor_loop(args: Args, thread: int, act_fn, pending_params: list, queues, le
                     state, action, root_value, policy, _ = act_fn(
                         params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub
                     )
-                    action, root_value, policy = np.asarray(action), np.asarray(root_value), np.asarray(policy)
-                    played = (*step[:4], step.truncated, action, root_value, policy, True)  # obs .. is_last, truncated, ..
-                    for k, v in zip(segments, played):  # in the order of empty_segments' fields
+                    action = np.asarray(action)
+                    root_value = np.asarray(root_value)
+                    policy = np.asarray(policy)
+                    played = dict(obs=step.obs, reward=step.reward, is_first=step.is_first, is_last=step.is_last)
+                    played.update(action=action, value=root_value, policy=policy, valid=True)
+                    played["truncated"] = step.truncated
+                    for k, v in played.items():  # the fields of empty_segments that acting fills, by name
                         segments[k][:, t] = v
                     _, finished_returns, finished_lengths = episodes.update(step)
                     returns += finished_returns.tolist()
@@ -1159,42 +1186,48 @@ def actor_loop(args: Args, thread: int, act_fn, pending_params: list, queues, le
                     "stats/actor_rollout_queue_put_wait": put_wait,
                     "stats/actor_time": time.time() - start,
                 }
-                snap = None
+                snapshot = None
                 if checkpoint_due(args, iteration, iterations.stop - 1):
-                    snap = copy.deepcopy(
-                        dict(zip(SNAPSHOT, (actions_given, segments, jax.device_get(state), step, episodes, key)))
-                    )
-                rollout = Rollout({k: v.copy() for k, v in segments.items()}, returns, lengths, scalars, snap)
-                t0 = time.time()
-                wait_on(partial(rollout_queue.put, rollout), learner_alive)
-                put_wait = time.time() - t0  # reported with the next rollout
+                    snapshot = ActorSnapshot(actions_given, segments, jax.device_get(state), step, episodes, key)
+                    snapshot = copy.deepcopy(snapshot)
+                rollout = Rollout({k: v.copy() for k, v in segments.items()}, returns, lengths, scalars, snapshot)
+                put_start = time.time()
+                wait_on(partial(queues.rollouts.put, rollout), learner_alive)
+                put_wait = time.time() - put_start  # reported with the next rollout
     except Stopped:  # the learner has ended; it reports its own error
         pass
     except BaseException as e:  # anything, even KeyboardInterrupt or SystemExit: hand it to the learner
         try:
-            wait_on(partial(rollout_queue.put, e), learner_alive)
+            wait_on(partial(queues.rollouts.put, e), learner_alive)
         except Stopped:
             pass
 
 
-def collect(rollout_queues: list, actors: list) -> list:
+def actor_alive(actor: threading.Thread) -> bool:
+    """Whether the actor thread runs; raises Interrupted once a signal has come (the learner waits on it)."""
+    check_signals()
+    return actor.is_alive()
+
+
+def collect(queues: list, actors: list) -> list:
     """One rollout from each actor thread, in thread order (the data a run sees does not depend on which thread
     is first); an actor's error is raised here."""
     rollouts = []
-    for t, (q, actor) in enumerate(zip(rollout_queues, actors)):
+    for thread, (actor_queues, actor) in enumerate(zip(queues, actors)):
         try:
-            rollouts.append(wait_on(q.get, lambda: check_signals() or actor.is_alive()))
+            rollouts.append(wait_on(actor_queues.rollouts.get, partial(actor_alive, actor)))
         except Stopped:
-            raise RuntimeError(f"actor thread {t} ended without handing over a rollout or an error")
-        if isinstance(rollouts[t], BaseException):
-            raise RuntimeError(f"actor thread {t} failed") from rollouts[t]
+            raise RuntimeError(f"actor thread {thread} ended without handing over a rollout or an error")
+        if isinstance(rollouts[thread], BaseException):
+            raise RuntimeError(f"actor thread {thread} failed") from rollouts[thread]
     return rollouts
 
 
 # ---------------------------------------------------------------------------------------------
 # Checkpoints: everything a run needs to continue exactly as if it had not stopped
 # ---------------------------------------------------------------------------------------------
-CHECKPOINT_FILE, FINISHED_FILE = "checkpoint.pkl", "finished.json"
+CHECKPOINT_FILE = "checkpoint.pkl"
+FINISHED_FILE = "finished.json"  # written when the run has ended and its model is saved: --resume refuses the run
 # flags that do not change what a run computes: a resumed run may set them differently
 RESUME_FREE_FLAGS = set(
     "resume track wandb_project_name wandb_entity capture_video save_model log_interval checkpoint_interval "
@@ -1213,6 +1246,7 @@ class Progress:
     eval_summary: str = "eval_return=nan"  # the last evaluation, for the console
     train_returns: list = field(default_factory=list)  # the last 20 training episodes' returns
     metrics: dict = field(default_factory=dict)  # the last update's losses/*
+    wandb_id: str | None = None  # the W&B run, which a resumed run with --track continues
 
 
 class CheckpointUnpickler(pickle.Unpickler):
@@ -1222,6 +1256,31 @@ class CheckpointUnpickler(pickle.Unpickler):
         if module in ("__main__", SCRIPT):
             return getattr(sys.modules[__name__], name)
         return super().find_class(module, name)
+
+
+CHECKSUM = b"sha256:"
+
+
+def write_checkpoint(file, payload: dict):
+    """A checkpoint file: the script's name on a line, the pickled payload, CHECKSUM and the pickle's sha256 in hex."""
+    data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    file.write(f"{SCRIPT}\n".encode())
+    file.write(data)
+    file.write(CHECKSUM + hashlib.sha256(data).hexdigest().encode())
+
+
+def load_checkpoint(path: str) -> dict:
+    """A checkpoint's payload; ValueError if another script wrote it or its sha256 does not match (a changed file)."""
+    with open(path, "rb") as f:
+        written_by = f.readline()[:-1].decode(errors="replace")
+        data = f.read()
+    if written_by != SCRIPT:
+        script = f"{written_by}.py" if written_by.startswith("muzero_") else "a version before checksums or another program"
+        raise ValueError(f"the checkpoint was written by {script}, not by {SCRIPT}.py")
+    body = data[: -len(CHECKSUM) - 64]
+    if data[len(body) :] != CHECKSUM + hashlib.sha256(body).hexdigest().encode():
+        raise ValueError("its sha256 does not match its contents (truncated or changed since it was written)")
+    return CheckpointUnpickler(io.BytesIO(body)).load()
 
 
 def process_dir(run_dir: str, args: Args) -> str:
@@ -1238,13 +1297,10 @@ def read_checkpoint(args: Args) -> dict:
     if not os.path.isfile(path):
         fail(f"--resume {args.resume}: no checkpoint there ({path}; runs write them with --checkpoint-interval N)")
     try:
-        with open(path, "rb") as f:
-            checkpoint = CheckpointUnpickler(f).load()
+        checkpoint = load_checkpoint(path)
         saved = checkpoint["args"]
     except Exception as e:
-        fail(f"--resume {args.resume}: {path} is truncated or not a checkpoint of this script ({type(e).__name__}: {e})")
-    if checkpoint.get("script") != SCRIPT:
-        fail(f"--resume {args.resume}: the checkpoint was written by {checkpoint.get('script')}.py, not by {SCRIPT}.py")
+        fail(f"--resume {args.resume}: {path} is not a whole checkpoint of {SCRIPT}.py ({type(e).__name__}: {e})")
     given = asdict(args)
     differ = [  # a flag that only one of them has is None in the other (a checkpoint of another version of the script)
         f"--{k.replace('_', '-')} {saved.get(k)!r} (now {given.get(k)!r})"
@@ -1273,24 +1329,23 @@ def atomic_write(path: str, write):
         raise OSError(e.errno, f"{path} could not be written ({e.strerror}); {kept}") from e
 
 
-def save_checkpoint(writer, args: Args, wandb_id, p: Progress, state, replays: list, acting_params, rollouts: list, step: int):
+def save_checkpoint(writer, args: Args, progress: Progress, state, replays: list, acting_params, rollouts: list, step: int):
     """Everything the run needs to continue, written atomically once every event up to now is on disk: tensorboardX's
     flush() does not wait for its queue, close() does. The run goes on in a new events file (named to sort in step
     order), whose writer is returned."""
-    start, run_dir = time.time(), writer.logdir
+    start = time.time()
+    run_dir = writer.logdir
     writer.close()
-    writer = SummaryWriter(run_dir, filename_suffix=f".{p.iteration:09d}")
+    writer = SummaryWriter(run_dir, max_queue=EVENTS_QUEUE, filename_suffix=f".{progress.iteration:09d}")
     payload = dict(
-        script=SCRIPT,
         args=asdict(args),
-        wandb_id=wandb_id,
-        progress=replace(p, metrics=jax.device_get(p.metrics)),
+        progress=replace(progress, metrics=jax.device_get(progress.metrics)),
         train_state=unreplicate(state),
-        replay=[r.state() for r in replays],
+        replays=replays,
         acting_params=jax.device_get(acting_params),
-        actor=[r.snapshot for r in rollouts],
+        actor=[rollout.snapshot for rollout in rollouts],
     )
-    atomic_write(os.path.join(run_dir, CHECKPOINT_FILE), partial(pickle.dump, payload, protocol=pickle.HIGHEST_PROTOCOL))
+    atomic_write(os.path.join(run_dir, CHECKPOINT_FILE), partial(write_checkpoint, payload=payload))
     writer.add_scalar("stats/checkpoint_time", time.time() - start, step)
     if args.process_id == 0:  # (the other processes' checkpoints are in process_{i} of the run's directory)
         print(f"checkpoint at step {step}: --resume {run_dir} continues from it", flush=True)
@@ -1337,6 +1392,11 @@ def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed, record:
     return returns, lengths, recording
 
 
+def evaluation_due(args: Args, progress: Progress, global_step: int, last: bool) -> bool:
+    """On process 0, once --eval-interval more steps are played since the last evaluation, and at the run's end."""
+    return args.process_id == 0 and args.eval_episodes > 0 and (global_step >= progress.next_eval or last)
+
+
 def log_evaluation(writer: SummaryWriter, eval_act_fn, params, args: Args, iteration: int, global_step: int) -> str:
     """Plays --eval-episodes episodes (seeded by the iteration), logs charts/eval_*, saves the first as an annotated
     GIF with --capture-video; returns the result for the console."""
@@ -1354,32 +1414,63 @@ def log_evaluation(writer: SummaryWriter, eval_act_fn, params, args: Args, itera
 
 
 def save_model(path: str, args: Args, params):
-    """The parameters (flax bytes) and, beside them, the script and flags as JSON: muzero_tools.load_model reads both."""
-    atomic_write(path + ".json", lambda f: f.write(json.dumps(dict(script=SCRIPT, **asdict(args)), indent=2).encode()))
-    atomic_write(path, lambda f: f.write(flax.serialization.to_bytes(params)))
+    """The parameters (flax bytes) and then, beside them, the script, flags and the parameters' sha256 as JSON:
+    muzero_tools.load_model reads both. The JSON is written last: a model whose save failed has none."""
+    data = flax.serialization.to_bytes(params)
+    atomic_write(path, lambda f: f.write(data))
+    saved = dict(script=SCRIPT, sha256=hashlib.sha256(data).hexdigest(), **asdict(args))
+    atomic_write(path + ".json", lambda f: f.write(json.dumps(saved, indent=2).encode()))
+
+
+def save_final_model(run_dir: str, args: Args, params, num_updates: int):
+    """save_model at the end of a run (--save-model), saying where the model is, or how the run can still give it."""
+    path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
+    if not num_updates:
+        print("no update was made: there are no trained parameters to save", flush=True)
+        return
+    try:
+        save_model(path, args, params)
+    except OSError as e:
+        has_checkpoint = os.path.isfile(os.path.join(run_dir, CHECKPOINT_FILE))
+        retry = f"--resume {run_dir} --save-model continues from its last checkpoint" if has_checkpoint else "no checkpoint"
+        raise OSError(e.errno, f"the parameters after {num_updates} updates are not saved: {e.strerror}; {retry}") from e
+    print(f"the parameters after {num_updates} updates are saved to {path}", flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
 # Learner (main thread)
 # ---------------------------------------------------------------------------------------------
 def check_memory(args: Args, net, obs_shape, num_actions: int):
-    """Refuses sizes whose arrays cannot fit in this machine's memory (before anything is compiled or written): the
-    replays, the network with its target, gradients and Adam moments, and the acting and evaluation search trees."""
+    """Refuses sizes whose arrays cannot fit in this machine's memory, before anything is compiled or written or an
+    environment is built: each entry of `needs` is the bytes of what the flags it names size, in this process."""
     params = jax.eval_shape(partial(init_params, net, args), jax.random.PRNGKey(0))
-    step_bytes = sum(v.nbytes for v in empty_segments(1, 1, obs_shape, num_actions).values())
+    step_bytes = sum(v.itemsize * math.prod(v.shape[2:]) for v in empty_segments(0, 1, obs_shape, num_actions).values())
     span = args.history_length + args.num_steps + args.unroll_steps + args.td_steps
     node_bytes = (args.resolution // 16) ** 2 * args.channels * 4 + (6 * num_actions + 5) * 4  # mctx.Tree per node
-    acting, evaluating = args.num_envs * args.num_actor_threads, args.eval_episodes  # searches run at once
-    nodes = max(acting * (args.num_simulations + 1), evaluating * (args.eval_num_simulations + 1))
-    needs = {  # bytes in this process, by the flag that sets them
+    needs = {  # bytes in this process, by the flags that set them
         "--buffer-size": args.buffer_size // args.num_processes // args.num_steps * span * step_bytes,
         "--channels/--head-hidden/--support-size": 6 * sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(params)),
-        "--num-simulations/--eval-num-simulations": nodes * node_bytes,
+        "--num-envs/--num-simulations": args.num_envs * args.num_actor_threads * (args.num_simulations + 1) * node_bytes,
+        "--eval-episodes/--eval-num-simulations": args.eval_episodes * (args.eval_num_simulations + 1) * node_bytes,
+        "--resolution/--num-envs": 2 * (args.num_envs * args.num_actor_threads + args.eval_episodes) * np.prod(obs_shape),
     }
-    memory, total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, sum(needs.values()) / 2**30
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    total = sum(needs.values()) / 2**30
     if total > memory:
         parts = ", ".join(f"{k} ({v / 2**30:.1f} GiB)" for k, v in sorted(needs.items(), key=lambda kv: -kv[1]))
         fail(f"the run needs about {total:.1f} GiB, mostly for {parts}; this machine has {memory:.1f} GiB")
+
+
+# tensorboardX writes events from a thread of its own, which a full disk stops: its queue holds an iteration's events,
+# so that the learner reaches log_iteration, which raises that thread's error, rather than wait on the queue forever
+EVENTS_QUEUE = 1000
+thread_errors = []  # the errors that ended a thread (threading.ExceptHookArgs), recorded by on_thread_error
+
+
+def on_thread_error(error):
+    """threading.excepthook of a run: a thread's error is printed as usual, and log_iteration raises it."""
+    thread_errors.append(error)
+    threading.__excepthook__(error)
 
 
 def open_run(args: Args, checkpoint: dict | None, steps_per_iteration: int, num_iterations: int):
@@ -1403,12 +1494,14 @@ def open_run(args: Args, checkpoint: dict | None, steps_per_iteration: int, num_
             config=vars(args),
             name=os.path.basename(run_dir),
             save_code=True,
-            id=checkpoint["wandb_id"] if checkpoint else None,  # a resumed run continues the same W&B run
+            id=checkpoint["progress"].wandb_id if checkpoint else None,  # a resumed run continues the same W&B run
             resume="allow",
         )
     resumed_at = checkpoint["progress"].iteration * steps_per_iteration if checkpoint else 0  # environment steps
     os.makedirs(run_dir, exist_ok=True)  # not by SummaryWriter, whose check-then-makedirs races with process_1's
-    writer = SummaryWriter(run_dir, purge_step=resumed_at + 1 if checkpoint else None)
+    thread_errors.clear()
+    threading.excepthook = on_thread_error
+    writer = SummaryWriter(run_dir, max_queue=EVENTS_QUEUE, purge_step=resumed_at + 1 if checkpoint else None)
     if checkpoint is None:
         rows = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{rows}")
@@ -1422,64 +1515,75 @@ def open_run(args: Args, checkpoint: dict | None, steps_per_iteration: int, num_
     return run_dir, writer, wandb_run
 
 
-def log_iteration(writer, p: Progress, rollouts: list, replays: list, global_step: int, times: tuple, console: bool):
-    """The iteration's charts/, losses/ and stats/ (the docs page lists them) and, if `console`, a progress line.
-    times: when the run (re)started and at which step, when the learner started waiting for rollouts, got them, and
-    put the parameters."""
-    start, start_step, wait, got, put = times
-    sps = int((global_step - start_step) / (time.time() - start))
+class IterationTimes(NamedTuple):
+    """When (time.time()) the parts of the learner's iteration began and ended, for log_iteration's stats/."""
+
+    run_start: float  # when the run started or resumed
+    run_start_step: int  # the environment step it started or resumed at
+    collect_start: float  # the learner starts waiting for the actors' rollouts
+    collected: float  # it has them; it stores them and trains
+    hand_over_start: float  # it has trained, and puts the parameters in the actors' queues
+    handed_over: float  # done (the evaluation and logging come after)
+
+
+def log_iteration(writer, progress: Progress, rollouts: list, replays: list, global_step: int, times: IterationTimes, console):
+    """The iteration's charts/, losses/ and stats/ (the docs page lists them) and, if `console`, a progress line."""
+    if thread_errors:
+        raise RuntimeError(f"thread {thread_errors[0].thread.name} stopped") from thread_errors[0].exc_value
+    sps = int((global_step - times.run_start_step) / (time.time() - times.run_start))
     waits = {
-        "learner_rollout_queue_wait": got - wait,
-        "learner_params_queue_put_wait": time.time() - put,
-        "learner_time": time.time() - got,
+        "learner_rollout_queue_wait": times.collected - times.collect_start,
+        "learner_params_queue_put_wait": times.handed_over - times.hand_over_start,
+        "learner_time": times.handed_over - times.collected,
     }
     for rollout in rollouts:
-        for ret, length in zip(rollout.episode_returns, rollout.episode_lengths):
-            writer.add_scalar("charts/episodic_return", ret, global_step)
+        for episode_return, length in zip(rollout.episode_returns, rollout.episode_lengths):
+            writer.add_scalar("charts/episodic_return", episode_return, global_step)
             writer.add_scalar("charts/episodic_length", length, global_step)
-    scalars = {k: float(v[0]) for k, v in p.metrics.items()}  # pmean'd: the same on every learner device
+    scalars = {k: float(v[0]) for k, v in progress.metrics.items()}  # pmean'd: the same on every learner device
     scalars.update({f"stats/{k}": v for k, v in waits.items()})
-    scalars.update({"charts/SPS": sps, "charts/num_updates": p.num_updates})
-    scalars["stats/replay_size"] = sum(r.num_trainable for r in replays)
+    scalars.update({"charts/SPS": sps, "charts/num_updates": progress.num_updates})
+    scalars["stats/replay_size"] = sum(replay.num_trainable for replay in replays)
     for k in rollouts[0].scalars:  # charts/ the mean over the actor threads, stats/ each thread's (thread 0 unsuffixed)
         if k.startswith("charts/"):
-            scalars[k] = np.mean([r.scalars[k] for r in rollouts])
+            scalars[k] = np.mean([rollout.scalars[k] for rollout in rollouts])
         else:
-            scalars.update({k + (f"_thread{t}" if t else ""): r.scalars[k] for t, r in enumerate(rollouts)})
+            scalars.update({k + (f"_thread{t}" if t else ""): rollout.scalars[k] for t, rollout in enumerate(rollouts)})
     for k, v in scalars.items():
         writer.add_scalar(k, v, global_step)
     if console:
-        mean_return = np.mean(p.train_returns) if p.train_returns else float("nan")
+        mean_return = np.mean(progress.train_returns) if progress.train_returns else float("nan")
         print(
-            f"step={global_step} SPS={sps} updates={p.num_updates} train_return="
-            f"{mean_return:.2f} {p.eval_summary} loss={scalars.get('losses/total_loss', np.nan):.3f} waits: "
+            f"step={global_step} SPS={sps} updates={progress.num_updates} train_return="
+            f"{mean_return:.2f} {progress.eval_summary} loss={scalars.get('losses/total_loss', np.nan):.3f} waits: "
             f"learner={waits['learner_rollout_queue_wait']:.2f}s actor={scalars['stats/actor_params_queue_wait']:.2f}s",
             flush=True,
         )
 
 
 def start_actors(args: Args, act_fn, acting_params: list, iterations: range, keys: list, snapshots: list, learner_done):
-    """This process's actor threads (`keys`: one for each of all processes' threads), started, and their (params,
-    rollouts) queues. Each thread stops waiting on its queues once the `learner_done` event is set."""
+    """This process's actor threads (`keys`: one for each of all processes' threads), started, and their queues. Each
+    thread stops waiting on its queues once the `learner_done` event is set."""
 
     def learner_alive():
         return not learner_done.is_set()
 
-    queues, actors = [], []
-    for t in range(args.num_actor_threads):
-        queues.append((queue.Queue(maxsize=1), queue.Queue(maxsize=1)))
-        key = keys[args.process_id * args.num_actor_threads + t]
-        thread_args = (args, t, act_fn, list(acting_params), queues[t], learner_alive, iterations, key, snapshots[t])
-        actors.append(threading.Thread(target=actor_loop, args=thread_args, daemon=True))
+    queues = []
+    actors = []
+    for thread in range(args.num_actor_threads):
+        queues.append(ActorQueues(params=queue.Queue(maxsize=1), rollouts=queue.Queue(maxsize=1)))
+        key = keys[args.process_id * args.num_actor_threads + thread]
+        thread_args = (args, thread, act_fn, list(acting_params), queues[thread], learner_alive, iterations, key)
+        actors.append(threading.Thread(target=actor_loop, args=(*thread_args, snapshots[thread]), daemon=True))
         actors[-1].start()
     return queues, actors
 
 
 def hand_over(queues: list, actors: list, params):
     """Puts the parameters in every actor thread's params queue (an ended thread is skipped: collect() says why)."""
-    for (q, _), actor in zip(queues, actors):
+    for actor_queues, actor in zip(queues, actors):
         try:
-            wait_on(partial(q.put, params), actor.is_alive)
+            wait_on(partial(actor_queues.params.put, params), actor.is_alive)
         except Stopped:
             pass
 
@@ -1489,17 +1593,15 @@ def main(args: Args):
     join_processes(args)  # before anything touches a device
     validate_devices(args)
     checkpoint = read_checkpoint(args) if args.resume else None
-    probe = AtariVecEnv(args, 1, args.seed, episodic_life=False)
-    net = make_network(args, probe.num_actions)
-    check_memory(args, net, probe.obs_shape, probe.num_actions)
-    T, G = args.num_actor_threads, global_threads(args)
-    threads = range(args.process_id * T, (args.process_id + 1) * T)  # this process's actor threads among all
-    steps_per_iteration = args.num_envs * args.num_steps * G
+    obs_shape, num_actions = env_shapes(args)
+    net = make_network(args, num_actions)
+    check_memory(args, net, obs_shape, num_actions)
+    num_threads = global_threads(args)  # the actor threads of all processes
+    threads = range(args.process_id * args.num_actor_threads, (args.process_id + 1) * args.num_actor_threads)  # this one's
+    steps_per_iteration = args.num_envs * args.num_steps * num_threads
     num_iterations = args.total_timesteps // steps_per_iteration
     run_dir, writer, wandb_run = open_run(args, checkpoint, steps_per_iteration, num_iterations)
-    wandb_id = wandb_run.id if wandb_run else checkpoint and checkpoint["wandb_id"]  # kept for a resume with --track
-    model_path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
-    _, net_key, *actor_keys = jax.random.split(jax.random.PRNGKey(args.seed), 2 + G)
+    _, net_key, *actor_keys = jax.random.split(jax.random.PRNGKey(args.seed), 2 + num_threads)
 
     # the agent: network, planners, update, and a replay for each actor thread (seeded by the thread's index)
     params = init_params(net, args, net_key)  # the same in every process: one seed
@@ -1509,66 +1611,75 @@ def main(args: Args):
     eval_act_fn = make_act_fn(net, test_planner, args.gamma, keep_tree=args.capture_video)
     update_fn = make_update_fn(net, args, optimizer)
     priority_fn = make_priority_fn(args)
-    capacity = args.buffer_size // G // args.num_steps  # segments per replay
-    replays = [Replay(args, capacity, probe.obs_shape, probe.num_actions, (args.seed, g)) for g in threads]
+    capacity = args.buffer_size // num_threads // args.num_steps  # segments per replay
+    replays = [Replay(args, capacity, obs_shape, num_actions, (args.seed, g)) for g in threads]
 
     # the learner's state; the actors' parameters for their next two iterations (Cleanba: k acts with those of k-2)
-    p, state = Progress(args.eval_interval), TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
-    acting_params, snapshots = [params, params], [None] * T
+    progress = Progress(args.eval_interval)
+    state = TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
+    acting_params = [params, params]
+    snapshots = [None] * args.num_actor_threads
     if checkpoint is not None:
-        p, state, acting_params, snapshots = (checkpoint[k] for k in ("progress", "train_state", "acting_params", "actor"))
-        for replay, saved in zip(replays, checkpoint["replay"]):
-            replay.load_state(saved)
+        progress, state, acting_params, replays = (
+            checkpoint[k] for k in ("progress", "train_state", "acting_params", "replays")
+        )
+        snapshots = checkpoint["actor"]
+    progress.wandb_id = wandb_run.id if wandb_run else progress.wandb_id
     state = replicate(state, args)
     learner_done = threading.Event()  # set when main returns or raises: the actors then stop waiting
-    iterations = range(p.iteration + 1, num_iterations + 1)
+    iterations = range(progress.iteration + 1, num_iterations + 1)
     queues, actors = start_actors(args, act_fn, acting_params, iterations, actor_keys, snapshots, learner_done)
 
-    start_time = last_log = time.time()
-    start_step = p.iteration * steps_per_iteration
+    run_start = last_log = time.time()
+    run_start_step = progress.iteration * steps_per_iteration
     try:
         for iteration in iterations:
             global_step = iteration * steps_per_iteration
             # 1. collect: a rollout from every actor thread, into its replay
-            wait = time.time()
-            rollouts = collect([q for _, q in queues], actors)
-            got = time.time()
+            collect_start = time.time()
+            rollouts = collect(queues, actors)
+            collected = time.time()
             for replay, rollout in zip(replays, rollouts):
                 add_with_priorities(replay, rollout.segments, priority_fn)
-                p.train_returns = (p.train_returns + rollout.episode_returns)[-20:]
+                progress.train_returns = (progress.train_returns + rollout.episode_returns)[-20:]
             # 2. train: --replay-ratio samples per step played (the replays fill alike in every process: all update together)
-            if replays[0].num_trainable * G >= args.learning_starts:
-                p.sample_credit += args.replay_ratio * steps_per_iteration
-                while p.sample_credit >= args.batch_size:
+            if replays[0].num_trainable * num_threads >= args.learning_starts:
+                progress.sample_credit += args.replay_ratio * steps_per_iteration
+                while progress.sample_credit >= args.batch_size:
                     check_signals()
-                    p.sample_credit -= args.batch_size
-                    state, p.metrics = update_fn(state, *sample_batch(replays, args.batch_size // args.num_processes))
-                    p.num_updates += 1
+                    progress.sample_credit -= args.batch_size
+                    batch, weights = sample_batch(replays, args.batch_size // args.num_processes)
+                    state, progress.metrics = update_fn(state, batch, weights)
+                    progress.num_updates += 1
             jax.block_until_ready(state)  # so that the timings below measure the work, not its dispatch
             # 3. hand the parameters to the actors: their iteration + 2 acts with them
-            put, params = time.time(), unreplicate(state.params)
+            hand_over_start = time.time()
+            params = unreplicate(state.params)
             if iteration <= num_iterations - 2:
                 hand_over(queues, actors, params)
             acting_params = [acting_params[1], params]
+            times = IterationTimes(run_start, run_start_step, collect_start, collected, hand_over_start, time.time())
             # 4. evaluate (process 0), 5. log, 6. checkpoint (the actors sent their state with this rollout)
-            if args.process_id == 0 and args.eval_episodes and (global_step >= p.next_eval or iteration == num_iterations):
-                p.next_eval += args.eval_interval
-                p.eval_summary = log_evaluation(writer, eval_act_fn, params, args, iteration, global_step)
-            console, p.iteration = time.time() - last_log >= args.log_interval or iteration == num_iterations, iteration
+            progress.iteration = iteration
+            if evaluation_due(args, progress, global_step, last=iteration == num_iterations):
+                progress.next_eval += args.eval_interval
+                progress.eval_summary = log_evaluation(writer, eval_act_fn, params, args, iteration, global_step)
+            console = time.time() - last_log >= args.log_interval or iteration == num_iterations
             last_log = time.time() if console else last_log
-            log_iteration(writer, p, rollouts, replays, global_step, (start_time, start_step, wait, got, put), console)
+            log_iteration(writer, progress, rollouts, replays, global_step, times, console)
             if rollouts[0].snapshot is not None:
-                writer = save_checkpoint(writer, args, wandb_id, p, state, replays, acting_params, rollouts, global_step)
-        finished = dict(step=num_iterations * steps_per_iteration, updates=p.num_updates)  # --resume refuses it
-        atomic_write(os.path.join(run_dir, FINISHED_FILE), lambda f: f.write(json.dumps(finished).encode()))
+                writer = save_checkpoint(writer, args, progress, state, replays, acting_params, rollouts, global_step)
     finally:  # threads joined first (no thread inside XLA at exit); with --save-model nothing trained is lost
         learner_done.set()
         for actor in actors:
             actor.join()
-        writer.close()
-        if args.save_model and p.num_updates:  # every process its own copy: a host's run directory is complete
-            save_model(model_path, args, unreplicate(state.params))
-            print(f"the parameters after {p.num_updates} updates are saved to {model_path}", flush=True)
+        try:
+            if args.save_model:  # every process its own copy: a host's run directory is complete
+                save_final_model(run_dir, args, unreplicate(state.params), progress.num_updates)
+        finally:
+            writer.close()
+    finished = dict(step=num_iterations * steps_per_iteration, updates=progress.num_updates)  # the run ended, its model saved
+    atomic_write(os.path.join(run_dir, FINISHED_FILE), lambda f: f.write(json.dumps(finished).encode()))
     if wandb_run:
         wandb_run.finish()
     if args.num_processes > 1:  # every process through the shutdown barrier here, its work done, not at interpreter exit

@@ -39,6 +39,7 @@ made it is read from the flags saved beside it.
 
 import dataclasses
 import glob
+import hashlib
 import importlib
 import importlib.metadata
 import json
@@ -46,6 +47,7 @@ import os
 import platform
 import re
 import subprocess
+import sys
 from dataclasses import dataclass
 from functools import partial
 from typing import Literal
@@ -60,10 +62,36 @@ import scipy.special
 import tyro
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from muzero_minatar import check_folder, fail
-
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+
+class BadInput(ValueError):
+    """A flag or file a tool cannot use: raised to a Python caller; on the command line, its message and exit 2."""
+
+
+class MissingFile(BadInput, FileNotFoundError):
+    """A file a tool needs is not there."""
+
+
+def fail(message: str, error: type = BadInput):
+    raise error(message)
+
+
+def check_folder(name: str, path: str):
+    """Refuses a folder to write in that is a file, or that this process cannot create or write in."""
+    folder = os.path.abspath(path)
+    while not os.path.exists(folder):  # the nearest existing folder is where it would be created
+        folder = os.path.dirname(folder)
+    if not (os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)):
+        fail(f"{name}: {folder} is not a folder this process can write in")
+
+
+def check_seed(seed: int, flag: str = "--seed"):
+    """The scripts' rule for a seed, with their message."""
+    if not 0 <= seed < 2**32:
+        fail(f"{flag} must be in [0, 2**32 - 1], as JAX's 32-bit keys (got {seed})")
+
 
 ELO_PER_LOGIT = 400 / np.log(10)  # Elo's scale: a 400-point gap is 10:1 odds
 
@@ -185,7 +213,7 @@ def run_ladder(cfg: Ladder):
         )
     out = cfg.out or os.path.join(cfg.run_dir, "ladder")
     os.makedirs(out, exist_ok=True)
-    loaded = [load_model(path)[1:] for _, path in models]
+    loaded = [load_model(path, "--run-dir")[1:] for _, path in models]
     args, net, _ = loaded[0]  # the checkpoints of one run share their flags and network
     act_fn = bt.make_act_fn(net, bt.planner_configs(args)[1], args.gamma)  # one compiled search for all
     game = bt.BreakthroughVecEnv(args.board_size, 1)
@@ -322,44 +350,56 @@ def require(module: str, extra: str):
         fail(f"{module} is not installed: pip install -e '.[{extra}]' (in the repository)")
 
 
-def load_model(model_path: str):
+def load_model(model_path: str, flag: str = "--model"):
     """(script module, args, network, params) of a model saved by any muzero_*.py script's --save-model (or a
-    checkpoint's models/step_*): the script and its flags are read from `{model_path}.json`. A model that the
-    script's network of those flags cannot hold is refused with fail(), naming the script."""
+    checkpoint's models/step_*): the script and its flags are read from `{model_path}.json`. A model missing
+    (MissingFile), changed since it was saved (its sha256), or that the script's network of those flags cannot hold
+    (BadInput) is refused naming the script; `flag` names where the path came from in the messages."""
     if not os.path.isfile(model_path + ".json"):
-        fail(f"--model {model_path}: no {model_path}.json beside it (a model saved by --save-model or a checkpoint)")
+        missing = f"no {model_path}.json beside it (a model saved by --save-model or a checkpoint)"
+        fail(f"{flag} {model_path}: {missing}", MissingFile)
     with open(model_path + ".json") as f:
         saved = json.load(f)
+    sha256 = saved.pop("sha256", None)  # models saved before the checksum have none
     flags_of = {  # a flag only that script has: for models saved before the script was recorded
         "board_size": "muzero_breakthrough",
         "frame_skip": "muzero_atari_multigpu",
         "reanalyze_ratio": "muzero_minatar_reanalyze",
     }
     name = saved.pop("script", None) or next((name for flag, name in flags_of.items() if flag in saved), "muzero_minatar")
-    for flag in ("anneal_lr", "weight_decay"):  # flags the scripts no longer have; they changed training, not play
-        saved.pop(flag, None)
+    for removed in ("anneal_lr", "weight_decay"):  # flags the scripts no longer have; they changed training, not play
+        saved.pop(removed, None)
+    if "eval_games" in saved:  # Breakthrough's --eval-episodes, before it had the base's name
+        saved["eval_episodes"] = saved.pop("eval_games")
     script = require(name, "atari") if name == "muzero_atari_multigpu" else importlib.import_module(name)
     unknown = sorted(set(saved) - {f.name for f in dataclasses.fields(script.Args)})
     if unknown:
-        fail(f"--model {model_path}: {name}.py has no flags {', '.join(unknown)}: load it at the commit that saved it")
+        fail(f"{flag} {model_path}: {name}.py has no flags {', '.join(unknown)}: load it at the commit that saved it")
     args = script.Args(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()})
     try:
         with open(model_path, "rb") as f:
-            params = flax.serialization.msgpack_restore(f.read())  # the saved tree itself: no template needed
+            data = f.read()
+        if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+            raise ValueError(f"its sha256 is not the one in {model_path}.json: the file changed since it was saved")
+        params = flax.serialization.msgpack_restore(data)  # the saved tree itself: no template needed
         num_actions = params["params"]["policy_head"]["Dense_1"]["bias"].shape[0]  # |A^a|
         net = script.make_network(args, num_actions)
         expected = jax.eval_shape(partial(script.init_params, net, args), jax.random.PRNGKey(0))
         if jax.tree.map(lambda x: x.shape, expected) != jax.tree.map(np.shape, params):
             raise ValueError(f"its parameters are not those of {name}.py's network with the flags in {model_path}.json")
     except Exception as e:
-        fail(f"--model {model_path}: not a whole model of {name}.py ({type(e).__name__}: {e})")
+        fail(f"{flag} {model_path}: not a whole model of {name}.py ({type(e).__name__}: {e})")
     return script, args, net, params
 
 
 def evaluate(model_path: str, eval_episodes: int = 10, seed: int = 0, opponent: str = "random"):
     """Loads a saved model and plays `eval_episodes` episodes with its evaluation planner (Breakthrough: games
-    against `opponent`, both colours); returns each episode's return (Breakthrough: the model's score, 1 a win)."""
-    return play(*load_model(model_path), eval_episodes, seed, opponent)[0]
+    against `opponent`, both colours); returns each episode's return (Breakthrough: the model's score, 1 a win).
+    Bad input raises BadInput (a ValueError; MissingFile, also a FileNotFoundError, for a model not there)."""
+    check_seed(seed, "seed")
+    if eval_episodes <= 0:
+        fail(f"eval_episodes must be positive (got {eval_episodes})")
+    return play(*load_model(model_path, "model_path"), eval_episodes, seed, opponent)[0]
 
 
 def is_board_game(script) -> bool:
@@ -698,7 +738,7 @@ def run_audit(cfg: Audit):
             f"--positions and --games must be positive, --simulations non-negative (got {cfg.positions}, "
             f"{cfg.games}, {cfg.simulations})"
         )
-    agents = [load_model(m) for m in cfg.models]
+    agents = [load_model(m, "--models") for m in cfg.models]
     if not all(is_board_game(a[0]) for a in agents):
         fail("--models: the audit replays searches in the real game: Breakthrough models only")
     rows = []
@@ -834,7 +874,7 @@ def run_budget(cfg: Budget):
         fail("--models: give one or more saved models")
     if cfg.episodes <= 0 or min(cfg.simulations) <= 0:
         fail(f"--episodes and every --simulations must be positive (got {cfg.episodes}, {cfg.simulations})")
-    agents = [load_model(m) for m in cfg.models]  # every model checked before the first evaluation
+    agents = [load_model(m, "--models") for m in cfg.models]  # every model checked before the first evaluation
     rows = []
     for path, (script, args, net, params) in zip(cfg.models, agents):
         for n in cfg.simulations:
@@ -990,11 +1030,13 @@ def replace_rows(path: str, new, env_id: str, seed: int):
     new.sort_values(["env_id", "seed"] + (["step"] if "step" in new else []), kind="stable").to_csv(path, index=False)
 
 
-def run_flag(events: EventAccumulator, name: str) -> str:
-    """A flag's value from the hyperparameters table the script logs as text at the start of a run."""
+def run_flag(events: EventAccumulator, *names: str) -> str:
+    """A flag's value from the hyperparameters table the script logs as text at the start of a run (the first of
+    `names`, a flag's names over time, that the run has)."""
     (tag,) = [t for t in events.Tags()["tensors"] if t.startswith("hyperparameters")]
     text = events.Tensors(tag)[0].tensor_proto.string_val[0].decode()
-    return next(line.split("|")[2] for line in text.splitlines() if line.startswith(f"|{name}|"))
+    rows = {line.split("|")[1]: line.split("|")[2] for line in text.splitlines() if line.count("|") >= 3}
+    return next(rows[name] for name in names if name in rows)
 
 
 def game_title(env_id: str) -> str:
@@ -1061,7 +1103,7 @@ def run_collect(cfg: Collect):
             "plies": int(last.step),
             "win_rate_random": last.random,
             "win_rate_mcts": last.mcts,
-            "eval_games": int(run_flag(events, "eval_games")),
+            "eval_games": int(run_flag(events, "eval_episodes", "eval_games")),  # (its name in runs before 2026-11-29)
             "eval_mcts_simulations": int(run_flag(events, "eval_mcts_simulations")),
             "updates": int(events.Scalars("charts/num_updates")[-1].value),
         }
@@ -1454,7 +1496,7 @@ def run_weights(cfg: Weights) -> pd.DataFrame:
         fail(f"--labels: {len(labels)} names for {len(cfg.models)} models")
     columns = {}
     for label, path in zip(labels, cfg.models):
-        leaves = jax.tree_util.tree_leaves_with_path(load_model(path)[3]["params"])
+        leaves = jax.tree_util.tree_leaves_with_path(load_model(path, "--models")[3]["params"])
         columns[label] = {jax.tree_util.keystr(k, simple=True, separator="/"): float(np.abs(v).mean()) for k, v in leaves}
     table = pd.DataFrame(columns).rename_axis("parameter")  # rows in the first model's order
     table.to_csv(os.path.join(cfg.out, "weights.csv"), float_format="%.4g")
@@ -1644,8 +1686,19 @@ TOOLS = {
 }
 
 
+def main(cfg):
+    """Runs the tool of `cfg`; bad input ends it with the message and exit status 2 (as argparse), nothing written."""
+    try:
+        if hasattr(cfg, "seed"):
+            check_seed(cfg.seed)
+        if getattr(cfg, "out", ""):  # before any work: a file path's folder (episode, tree) or the output folder
+            folder = os.path.dirname(cfg.out) or "." if isinstance(cfg, (Episode, Tree)) else cfg.out
+            check_folder(f"--out {cfg.out}", folder)
+        next(run for cls, run in TOOLS.values() if isinstance(cfg, cls))(cfg)
+    except BadInput as e:
+        print(f"{os.path.basename(sys.argv[0])}: error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
 if __name__ == "__main__":
-    cfg = tyro.extras.subcommand_cli_from_dict({name: cls for name, (cls, _) in TOOLS.items()})
-    if getattr(cfg, "out", ""):  # before any work: a file path's folder (episode, tree) or the output folder
-        check_folder(f"--out {cfg.out}", os.path.dirname(cfg.out) or "." if isinstance(cfg, (Episode, Tree)) else cfg.out)
-    next(run for cls, run in TOOLS.values() if isinstance(cfg, cls))(cfg)
+    main(tyro.extras.subcommand_cli_from_dict({name: cls for name, (cls, _) in TOOLS.items()}))

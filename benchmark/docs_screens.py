@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import pandas as pd  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from muzero_tools import REPO, fail, git_commit, machine_line  # noqa: E402
+from muzero_tools import REPO, BadInput, fail, git_commit, machine_line  # noqa: E402
 
 WIDTH, SCREEN, SHOWN = 1280, 800, 3  # window width and height in pixels; screens saved per page
 # A page inside a same-origin frame of the window's size; the frame's document height is written into the DOM
@@ -91,4 +91,7 @@ def main(out: str):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/benchmark/screens", help="folder of screens.csv and the pictures")
-    main(parser.parse_args().out)
+    try:
+        main(parser.parse_args().out)
+    except BadInput as e:
+        parser.error(str(e))

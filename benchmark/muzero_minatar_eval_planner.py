@@ -18,7 +18,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import pandas as pd  # noqa: E402
 
-from muzero_tools import fail, git_commit, load_model, machine_line, play  # noqa: E402
+from muzero_tools import BadInput, fail, git_commit, load_model, machine_line, play  # noqa: E402
 
 PLANNERS = {  # flag values replacing the model's own, for its evaluation planner only
     "thesis": lambda a: {},
@@ -63,8 +63,11 @@ if __name__ == "__main__":
     parser.add_argument("--out", default="", help="folder of eval_planner.csv (default: print only)")
     cli = parser.parse_args()
     if cli.episodes < 2:
-        fail(f"--episodes must be at least 2 (got {cli.episodes}): a standard error needs two")
-    table = evaluate_planners(cli.models, cli.episodes, cli.seed)
+        parser.error(f"--episodes must be at least 2 (got {cli.episodes}): a standard error needs two")
+    try:
+        table = evaluate_planners(cli.models, cli.episodes, cli.seed)
+    except BadInput as e:
+        parser.error(str(e))
     if cli.out:
         os.makedirs(cli.out, exist_ok=True)
         table["commit"], table["machine"] = git_commit(cli.out), machine_line()

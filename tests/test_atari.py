@@ -165,8 +165,9 @@ def test_a_rewarding_share_of_the_batch_comes_from_positions_whose_next_step_rew
     p_hot = (1 - share) / 32 + share  # P(i) of the mixture: uniform over the 32 positions, plus the share
     assert np.mean(hot) == pytest.approx(p_hot, abs=0.01)
     assert hot[len(hot) - round(share * len(hot)) :].all()  # the share is drawn last
-    np.testing.assert_allclose(w[hot], 1 / (32 * p_hot), rtol=1e-5)
-    np.testing.assert_allclose(w[~hot], 1 / (32 * (1 - share) / 32), rtol=1e-5)
+    # 1 / (N P(i)) over the largest, the one of the positions drawn least (the non-rewarding ones)
+    np.testing.assert_allclose(w[hot], (1 / (32 * p_hot)) / (1 / (1 - share)), rtol=1e-5)
+    np.testing.assert_allclose(w[~hot], 1.0, rtol=1e-5)
 
 
 def test_environment_streams_are_fixed_by_the_seed_and_differ_between_seeds():

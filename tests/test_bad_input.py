@@ -3,7 +3,6 @@ with exit status 2 and a message naming the flag (the command line runs in this 
 
 import json
 import os
-import pickle
 import runpy
 import sys
 
@@ -27,8 +26,10 @@ def finished_run(cwd):
 def other_scripts_checkpoint(cwd):
     """A checkpoint of the reanalyze script, with this script's default flags."""
     os.makedirs(cwd / "runs" / "other")
+    import muzero_minatar_reanalyze as r
+
     with open(cwd / "runs" / "other" / m.CHECKPOINT_FILE, "wb") as f:
-        pickle.dump(dict(script="muzero_minatar_reanalyze", args=dict(vars(m.Args(resume="runs/other")))), f)
+        r.write_checkpoint(f, dict(args=dict(vars(m.Args(resume="runs/other")))))
 
 
 def runs_is_a_file(cwd):
@@ -60,7 +61,8 @@ CASES = [  # (script, command-line flags, what the message must name, what is on
     (m, "--dirichlet-alpha inf", "--dirichlet-alpha", None),
     (m, "--gumbel-scale nan", "--gumbel-scale", None),
     (m, "--buffer-size 1000000000000", MEMORY + "--buffer-size", None),
-    (m, "--num-simulations 100000000", MEMORY + "--num-simulations", None),
+    (m, "--num-simulations 100000000", MEMORY + "--num-envs/--num-simulations", None),
+    (m, "--eval-episodes 1000000000", MEMORY + "--eval-episodes/--eval-num-simulations", None),
     (m, "--support-size 100000000", MEMORY + "--channels/--head-hidden/--support-size", None),
     (m, "--num-processes 2 --coordinator-address localhost", "--coordinator-address", None),
     (m, "--distributed-timeout 0", "--distributed-timeout", None),
@@ -72,7 +74,8 @@ CASES = [  # (script, command-line flags, what the message must name, what is on
     (r, "--reanalyze-pb-c-init nan", "--reanalyze-pb-c-init", None),
     (r, "--reanalyze-pb-c-init -1", "--reanalyze-pb-c-init", None),
     (r, "--learning-rate nan", "--learning-rate", None),
-    (bt, "--eval-games 3", "--eval-games", None),
+    (r, "--reanalyze-ratio 0.5 --reanalyze-num-simulations 1000000000", MEMORY + "--reanalyze-ratio/", None),
+    (bt, "--eval-episodes 3", "--eval-episodes", None),
     (bt, "--board-size 2", "--board-size", None),
     (bt, "--board-size 1000", MEMORY, None),
     (bt, "--eval-mcts-simulations 0", "--eval-mcts-simulations", None),
@@ -81,6 +84,8 @@ CASES = [  # (script, command-line flags, what the message must name, what is on
     (ma, "--env-id CartPole-v1", "--env-id", None),
     (ma, "--resolution 40", "--resolution", None),
     (ma, "--buffer-size 1000000000000", MEMORY + "--buffer-size", None),
+    (ma, "--resolution 160000", MEMORY, None),  # refused before envpool allocates its frames
+    (ma, "--resolution 16000 --buffer-size 256 --num-envs 8 --num-steps 32", "--resolution/--num-envs (", None),
     (ma, "--learning-rate inf", "--learning-rate", None),
 ]
 
@@ -100,9 +105,9 @@ def files(root):
     return {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-def saved_model(truncate: bool = False, **flags):
-    """A setup that saves a small model of muzero_minatar.py as m.muzero_model, truncated or with other flags in its
-    .json, and a file named `taken`."""
+def saved_model(truncate: bool = False, flip: bool = False, **flags):
+    """A setup that saves a small model of muzero_minatar.py as m.muzero_model, truncated, with a byte changed, or with
+    other flags in its .json, and a file named `taken`."""
 
     def setup(cwd):
         args, _, params = small_agent(m)
@@ -111,6 +116,10 @@ def saved_model(truncate: bool = False, **flags):
         (cwd / "m.muzero_model.json").write_text(json.dumps({**saved, **flags}))
         if truncate:
             (cwd / "m.muzero_model").write_bytes((cwd / "m.muzero_model").read_bytes()[:100])
+        if flip:  # one byte of a parameter changed: the model still loads as msgpack
+            data = bytearray((cwd / "m.muzero_model").read_bytes())
+            data[-5] ^= 1
+            (cwd / "m.muzero_model").write_bytes(bytes(data))
         (cwd / "taken").write_text("a file")
 
     return setup
@@ -127,6 +136,13 @@ def no_graphviz(cwd):
 
 TOOL_CASES = [  # (tool, flags, what the message must name, what is on disk or missing before)
     ("tree", "--model missing.muzero_model", "--model", None),
+    ("weights", "--models missing.muzero_model", "--models missing.muzero_model: no", None),
+    ("episode", "--model m.muzero_model --seed -1", "--seed must be in [0, 2**32 - 1]", saved_model()),
+    ("episode", "--model m.muzero_model --seed 4294967296", "--seed must be in [0, 2**32 - 1]", saved_model()),
+    ("match", "--model m.muzero_model --seed -1", "--seed must be in [0, 2**32 - 1]", saved_model()),
+    ("budget", "--models m.muzero_model --seed -1", "--seed must be in [0, 2**32 - 1]", saved_model()),
+    ("tsne", "--model m.muzero_model --seed -1", "--seed must be in [0, 2**32 - 1]", saved_model()),
+    ("episode", "--model m.muzero_model", "its sha256 is not the one in", saved_model(flip=True)),
     ("budget", "--models m --simulations 0 4", "--simulations", None),
     ("budget", "--models", "--models", None),  # no model: it used to write an empty table, then fail
     ("budget", "--models m.muzero_model --out taken", "--out taken", saved_model()),  # (after every evaluation)

@@ -251,7 +251,7 @@ def test_random_moves_are_uniform_over_legal_ones_and_keep_the_search_policy_tar
 SMALL_RUN = (
     "--total-timesteps 1024 --num-envs 8 --num-steps 32 --learning-starts 256 --batch-size 32 --buffer-size 4096 "
     "--channels 8 --repr-blocks 1 --pred-blocks 0 --head-hidden 16 --num-simulations 4 --eval-num-simulations 4 "
-    "--eval-games 4 --eval-mcts-simulations 10 --eval-interval 512 --checkpoint-interval 512 --seed 2 --save-model"
+    "--eval-episodes 4 --eval-mcts-simulations 10 --eval-interval 512 --checkpoint-interval 512 --seed 2 --save-model"
 ).split()
 
 

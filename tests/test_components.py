@@ -250,8 +250,10 @@ def test_sampling_probabilities_and_importance_weights():
     p = m.sampling_probabilities(pr, valid, "rank", 1.0, 0.0)
     raw = 1 / np.array([3.0, 1.0, 4.0, 2.0])  # ranks by priority: 2.0 -> 1, 1.0 -> 2, 0.5 -> 3, 0.0 -> 4
     np.testing.assert_allclose(p[:4], raw / raw.sum())
-    np.testing.assert_allclose(m.importance_weights(p[:4], 4), 1 / (4 * p[:4]))
-    np.testing.assert_allclose(m.importance_weights(p[:4], 4, 0.5), (1 / (4 * p[:4])) ** 0.5)
+    # the weights over their largest, as prioritized replay (and MuZero) use them: the rarest sample weighs 1
+    np.testing.assert_allclose(m.importance_weights(p[:4], 4), (1 / p[:4]) / (1 / p[:4]).max())
+    np.testing.assert_allclose(m.importance_weights(p[:4], 4), [3 / 4, 1 / 4, 1.0, 2 / 4])  # 1/P: 3, 1, 4, 2
+    np.testing.assert_allclose(m.importance_weights(p[:4], 4, 0.5), np.sqrt([3 / 4, 1 / 4, 1.0, 2 / 4]))
     np.testing.assert_allclose(m.importance_weights(p[:4], 4, 0.0), 1.0)
 
 
@@ -281,8 +283,9 @@ def test_replay_samples_by_priority_and_evicts_oldest():
     np.testing.assert_array_equal(batch["reward"][:, -1], seg_id)  # a window stays inside its segment
     hot = (seg_id == 3) & (pos == 1)  # priority 9 of a total 11 * 1 + 9 = 20
     assert np.mean(hot) == pytest.approx(9 / 20, abs=0.02)
-    np.testing.assert_allclose(w[hot], 1 / (12 * 9 / 20), rtol=1e-5)
-    np.testing.assert_allclose(w[~hot], 1 / (12 * 1 / 20), rtol=1e-5)
+    # 1 / (N P(i)) over the largest, that of a priority-1 position: 1 for them, 1/9 for the hot one
+    np.testing.assert_allclose(w[hot], (1 / (12 * 9 / 20)) / (1 / (12 * 1 / 20)), rtol=1e-5)
+    np.testing.assert_allclose(w[~hot], 1.0, rtol=1e-5)
 
 
 # --- loss and update (4.3.8) ------------------------------------------------------------------------

@@ -40,7 +40,7 @@ def played():
         0,
         r.make_act_fn(net, train, args.gamma),
         [params],
-        (queue.Queue(), rollouts),
+        r.ActorQueues(params=queue.Queue(), rollouts=rollouts),
         lambda: True,
         range(1, 2),
         jax.random.PRNGKey(2),

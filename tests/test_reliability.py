@@ -4,6 +4,8 @@ the status a scheduler expects (Ctrl-C, SIGTERM and SIGKILL with a resume: test_
 import dataclasses
 import errno
 import glob
+import hashlib
+import json
 import os
 import socket
 import subprocess
@@ -53,7 +55,8 @@ def test_a_full_disk_keeps_the_last_checkpoint_whole_and_says_where_it_is(tmp_pa
         m.main(tyro.cli(m.Args, args=CHECKPOINTED))
     (run_dir,) = glob.glob(os.path.join("runs", "*"))
     model = os.path.join(run_dir, "muzero_minatar.muzero_model")
-    assert info.value.errno == errno.ENOSPC and str(info.value).endswith("nothing was written")  # the model
+    assert info.value.errno == errno.ENOSPC and "muzero_model could not be written" in str(info.value)  # the model
+    assert str(info.value).endswith(f"nothing was written; --resume {run_dir} --save-model continues from its last checkpoint")
     errors, error = [], info.value
     while error:  # the model's error, raised while the checkpoint's went up
         errors, error = errors + [str(error)], error.__cause__ or error.__context__
@@ -78,6 +81,65 @@ def test_a_model_saved_on_a_full_disk_leaves_the_previous_model_whole(tmp_path, 
     with pytest.raises(OSError, match="the previous .* is whole"):
         m.save_model(path, dataclasses.replace(args, seed=4), jax.tree.map(lambda x: x + 1, params))
     assert {name: open(tmp_path / name, "rb").read() for name in os.listdir(tmp_path)} == before  # no .tmp either
+
+
+@pytest.mark.parametrize("checkpoints", [True, False])
+def test_a_full_disk_at_the_final_save_leaves_the_run_resumable_and_no_json_alone(tmp_path, monkeypatch, checkpoints):
+    """Room for the checkpoints but not for the model: the run stops with the error and how to retry; no
+    finished.json (so --resume takes the run), no model's json without its parameters."""
+
+    def open_(path, mode="r", *a, **k):
+        f = open(path, mode, *a, **k)
+        return FullDisk(f) if "w" in mode and "muzero_model" in str(path) else f
+
+    monkeypatch.setattr(m, "open", open_, raising=False)
+    monkeypatch.chdir(tmp_path)
+    flags = CHECKPOINTED if checkpoints else [*SMALL_RUN, "--save-model"]
+    with pytest.raises(OSError) as info:
+        m.main(tyro.cli(m.Args, args=flags))
+    (run_dir,) = glob.glob(os.path.join("runs", "*"))
+    assert sorted(f for f in os.listdir(run_dir) if "events" not in f) == (["checkpoint.pkl"] if checkpoints else [])
+    retry = f"--resume {run_dir} --save-model continues from its last checkpoint" if checkpoints else "no checkpoint"
+    assert str(info.value).startswith("[Errno 28] the parameters after 80 updates are not saved: ")
+    assert str(info.value).endswith(retry)
+    if checkpoints:  # the run is taken up again: not finished
+        monkeypatch.setattr(m, "open", open)
+        args = tyro.cli(m.Args, args=[*CHECKPOINTED, "--resume", run_dir])
+        assert m.read_checkpoint(args)["progress"].iteration == 5
+
+
+def test_a_model_json_is_written_after_the_parameters_with_their_sha256(tmp_path):
+    args = tyro.cli(m.Args, args=SMALL_RUN)
+    params = m.init_params(m.make_network(args, 4), args, jax.random.PRNGKey(0))
+    path = str(tmp_path / "muzero_minatar.muzero_model")
+    m.save_model(path, args, params)
+    saved = json.load(open(path + ".json"))
+    assert saved["sha256"] == hashlib.sha256(open(path, "rb").read()).hexdigest()
+    assert os.stat(path + ".json").st_mtime_ns >= os.stat(path).st_mtime_ns
+
+
+def test_an_events_file_that_cannot_be_written_ends_the_run_with_exit_1_and_the_model_saved(tmp_path):
+    """tensorboardX's writing thread dies of ENOSPC after its first events: the run stops within an iteration with
+    exit 1 naming the error, instead of waiting on the writer's queue forever, and --save-model still saves."""
+    code = (
+        "import errno, os, tyro, muzero_minatar as m\n"
+        "from tensorboardX import event_file_writer as w\n"
+        "written = []\n"
+        "def write_event(self, event):\n"
+        "    written.append(event)\n"
+        "    if len(written) > 30: raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))\n"
+        "w.EventsWriter.write_event = write_event\n"
+        f"m.main(tyro.cli(m.Args, args={[*SMALL_RUN, '--save-model']}))"
+    )
+    start = time.time()
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert time.time() - start < 300
+    assert out.returncode == 1, out.stderr[-3000:]
+    assert "OSError: [Errno 28] No space left on device" in out.stderr and "RuntimeError: thread " in out.stderr
+    assert "stopped" in out.stderr.splitlines()[-1], out.stderr[-2000:]
+    assert "updates are saved to runs/" in out.stdout
+    (model,) = glob.glob(str(tmp_path / "runs" / "*" / "muzero_minatar.muzero_model"))
+    assert os.path.isfile(model + ".json") and not glob.glob(str(tmp_path / "runs" / "*" / "finished.json"))
 
 
 def test_a_process_whose_peers_do_not_join_stops_with_exit_1_naming_them(tmp_path):
@@ -138,7 +200,8 @@ def test_steps_per_second_after_a_resume_count_the_steps_since_it():
 
     rollout = m.Rollout(None, [], [], {"stats/actor_params_queue_wait": 0.0}, None)
     now = time.time()  # resumed at step 1024 ten seconds ago, now at step 1280
-    m.log_iteration(Writer(), m.Progress(0), [rollout], [], 1280, (now - 10, 1024, now, now, now), console=False)
+    times = m.IterationTimes(now - 10, 1024, now, now, now, now)
+    m.log_iteration(Writer(), m.Progress(0), [rollout], [], 1280, times, console=False)
     assert 24 <= logged["charts/SPS"] <= 25.6  # 256 steps in 10 s, not 1280
 
 

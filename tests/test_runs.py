@@ -5,7 +5,6 @@ import dataclasses
 import glob
 import json
 import os
-import pickle
 import shutil
 import signal
 import subprocess
@@ -331,9 +330,8 @@ CHECKPOINTED = [*SMALL_RUN, "--save-model", "--checkpoint-interval", "256"]  # a
 
 def checkpoint_iteration(path, script=m):
     try:
-        with open(path, "rb") as f:
-            return script.CheckpointUnpickler(f).load()["progress"].iteration
-    except (OSError, EOFError, pickle.UnpicklingError):
+        return script.load_checkpoint(path)["progress"].iteration
+    except (OSError, ValueError):  # not there yet, or being written
         return 0
 
 
@@ -429,6 +427,7 @@ def jax_leaves(tree):
     "damage, named",
     [
         ("truncate", "--resume"),
+        ("flipped_bytes", "its sha256 does not match"),  # 16 bytes changed in the middle: the pickle may still load
         ("other_flags", "--channels"),
         ("removed_flag", "--anneal-lr False (now None)"),  # written by a version of the script with a flag it has no more
     ],
@@ -442,13 +441,18 @@ def test_bad_checkpoints_are_refused_and_nothing_is_touched(stopped_three_times,
         path = os.path.join(run_dir, "checkpoint.pkl")
         data = open(path, "rb").read()
         open(path, "wb").write(data[: len(data) // 2])
+    elif damage == "flipped_bytes":
+        path = os.path.join(run_dir, "checkpoint.pkl")
+        data = bytearray(open(path, "rb").read())
+        middle = len(data) // 2
+        data[middle : middle + 16] = bytes(255 - b for b in data[middle : middle + 16])
+        open(path, "wb").write(bytes(data))
     elif damage == "removed_flag":
         path = os.path.join(run_dir, "checkpoint.pkl")
-        with open(path, "rb") as f:
-            checkpoint = m.CheckpointUnpickler(f).load()
+        checkpoint = m.load_checkpoint(path)
         checkpoint["args"]["anneal_lr"] = False
         with open(path, "wb") as f:
-            pickle.dump(checkpoint, f)
+            m.write_checkpoint(f, checkpoint)
     else:
         flags[flags.index("--channels") + 1] = "16"
     before = file_states(tmp_path)
