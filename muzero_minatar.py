@@ -165,7 +165,7 @@ class Args:
     replay_ratio: float = 2.0
     """samples trained per environment step (thesis: 4)"""
     learning_rate: float = 3e-3
-    """Adam step size (thesis: 1e-2 at batch 1024)"""
+    """Adam step size (thesis: 1e-2 at batch 1024; MuZero's pseudocode: SGD with momentum 0.9)"""
     max_grad_norm: float = 5.0
     """global-norm gradient clipping (thesis: 5.0)"""
     value_coef: float = 0.25
@@ -830,7 +830,8 @@ def make_priority_fn(args: Args):
 def add_with_priorities(replay: Replay, segments: dict, priority_fn):
     """Stores segments (the fields of empty_segments) with the priority of each position from make_priority_fn, which
     is given the PRIORITY_FIELDS of the windows only (no frames)."""
-    n, S = len(segments["valid"]), replay.S
+    n = len(segments["valid"])
+    S = replay.S
     fields = {k: segments[k] for k in PRIORITY_FIELDS}
     windows = gather_windows(fields, *np.divmod(np.arange(n * S), S), replay.window)  # (segment, position) pairs
     replay.add(segments, np.asarray(priority_fn(windows)).reshape(n, S))
@@ -871,7 +872,8 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
     batch and lax.pmean averages the gradients, so every device applies the whole batch's gradient. The state
     and the metrics carry a leading axis of this process's learner devices; the window and weights are this
     process's share of the batch, (B/P, ...)."""
-    K, support_size = args.unroll_steps, args.support_size
+    K = args.unroll_steps
+    support_size = args.support_size
     targets_fn = batched_targets(args)
 
     def scalar(logits):

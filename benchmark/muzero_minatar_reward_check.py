@@ -120,7 +120,7 @@ def main(a):
 
     def loss_fn(params, window):
         logits, reward = predict(params, window)
-        return m.cross_entropy(m.scalar_to_categorical(reward, S), logits).mean()
+        return optax.losses.softmax_cross_entropy(logits, m.scalar_to_categorical(reward, S)).mean()
 
     @jax.jit
     def update(params, opt_state, window):

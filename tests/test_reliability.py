@@ -118,6 +118,16 @@ def test_a_model_json_is_written_after_the_parameters_with_their_sha256(tmp_path
     assert os.stat(path + ".json").st_mtime_ns >= os.stat(path).st_mtime_ns
 
 
+def test_a_run_stopped_before_its_first_update_says_there_is_nothing_to_save(tmp_path, capsys):
+    args = tyro.cli(m.Args, args=[*SMALL_RUN, "--save-model"])
+    params = m.init_params(m.make_network(args, 4), args, jax.random.PRNGKey(0))
+    m.save_final_model(str(tmp_path), args, params, num_updates=0)
+    assert capsys.readouterr().out == "no update was made: there are no trained parameters to save\n"
+    assert os.listdir(tmp_path) == []
+    m.save_final_model(str(tmp_path), args, params, num_updates=3)
+    assert sorted(os.listdir(tmp_path)) == ["muzero_minatar.muzero_model", "muzero_minatar.muzero_model.json"]
+
+
 def test_an_events_file_that_cannot_be_written_ends_the_run_with_exit_1_and_the_model_saved(tmp_path):
     """tensorboardX's writing thread dies of ENOSPC after its first events: the run stops within an iteration with
     exit 1 naming the error, instead of waiting on the writer's queue forever, and --save-model still saves."""
