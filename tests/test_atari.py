@@ -279,24 +279,24 @@ def test_golden_run_muzero_atari_multigpu(threaded_run, golden):
 
 
 def test_the_gpu_check_runs_end_to_end_within_its_budget_and_writes_its_row(tmp_path):
-    """benchmark/muzero_atari_gpu.sh with tiny sizes on the CPU, for 90 s (a minute of it compiling on a 2-core machine
-    busy with another test): the run is stopped by Ctrl-C (exit 130, its model saved) and gpu_check.csv holds what it
+    """benchmark/muzero_atari_gpu.sh with tiny sizes on the CPU, for 150 s (up to 2 minutes of it compiling on a 2-core
+    machine busy with another test): the run is stopped by Ctrl-C (exit 130, its model saved) and gpu_check.csv holds what it
     reached."""
     import pandas as pd
 
-    env = {**ENV, "BUDGET": "90", "TINY": "1", "OUT": str(tmp_path / "check")}
+    env = {**ENV, "BUDGET": "150", "TINY": "1", "OUT": str(tmp_path / "check")}
     start = time.time()
     out = subprocess.run(["bash", "benchmark/muzero_atari_gpu.sh"], cwd=tools.REPO, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert time.time() - start < 90 + 120  # the budget, the save after Ctrl-C, reading the events
+    assert time.time() - start < 150 + 120  # the budget, the save after Ctrl-C, reading the events
     (row,) = pd.read_csv(tmp_path / "check" / "gpu_check.csv").to_dict("records")
     assert list(row) == [
         "agent_steps", "updates", "evaluations", "agent_steps_per_s", "updates_per_s", "samples_per_s",
         "device_memory_gib", "host_memory_gib", "last_eval_return", "exit_status", "budget_s", "machine", "jax", "command",
     ]  # fmt: skip
-    assert row["exit_status"] == 130 and row["budget_s"] == 90  # stopped by Ctrl-C at the budget
+    assert row["exit_status"] == 130 and row["budget_s"] == 150  # stopped by Ctrl-C at the budget
     assert row["agent_steps"] > 0 and row["agent_steps"] % 64 == 0  # whole iterations of 4 games x 16 steps
-    assert row["updates"] > 0 and row["evaluations"] >= 1 and np.isfinite(row["last_eval_return"])
+    assert row["updates"] > 0 and row["evaluations"] >= 1 and np.isfinite(row["last_eval_return"]), out.stdout[-2000:]
     assert row["agent_steps_per_s"] > 0 and row["samples_per_s"] == pytest.approx(16 * row["updates_per_s"], rel=1e-2)
     assert row["device_memory_gib"] == 0 and row["host_memory_gib"] > 0.1  # no nvidia-smi on a CPU machine
     assert row["machine"].startswith(f"{os.cpu_count()} cores, ") and row["machine"].endswith(", CPU cpu")
