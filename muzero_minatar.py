@@ -171,7 +171,7 @@ class Args:
     value_coef: float = 0.25
     """c_v, weight of the value loss (thesis: 0.25)"""
     reward_coef: float = 1.0
-    """weight of the reward loss, summed over the K steps where policy and value average (MuZero: all over K; so K x)"""
+    """weight of the reward loss, which sums its K steps while policy and value average theirs (MuZero: all by 1/K)"""
     consistency_coef: float = 2.0
     """c_s, weight of the self-consistency loss (thesis: 2.0)"""
     l2_coef: float = 1e-4
