@@ -5,7 +5,7 @@ change when the hidden state changes (64 random pairs of each, the default netwo
     python benchmark/muzero_move_share.py     # seconds
 
 Unscaled is the same network with the move rows of g's stem kernel multiplied by |A^a|. muzero_breakthrough.py
-reads the move unscaled; the MinAtar scripts divide it by |A^a|.
+reads the move unscaled; the MinAtar and Atari scripts divide it by |A^a| (Atari: its 6 x 6 board after the front).
 """
 
 import os
@@ -15,8 +15,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+import muzero_atari_multigpu  # noqa: E402
 import muzero_breakthrough  # noqa: E402
 import muzero_minatar  # noqa: E402
+
+DIVIDING = (muzero_minatar, muzero_atari_multigpu)  # the scripts whose g reads the one-hot move divided by |A^a|
 
 
 def move_share(script, args, num_actions: int, board: int, divided: bool) -> float:
@@ -24,7 +27,7 @@ def move_share(script, args, num_actions: int, board: int, divided: bool) -> flo
     net = script.make_network(args, num_actions)
     params = script.init_params(net, args, jax.random.PRNGKey(0))
     kernel = np.array(params["params"]["dyn_stem"]["kernel"])
-    scale = (1 / num_actions if divided else 1.0) / (1 / num_actions if script is muzero_minatar else 1.0)
+    scale = (1 / num_actions if divided else 1.0) / (1 / num_actions if script in DIVIDING else 1.0)
     kernel[0, 0, -num_actions:] *= scale  # the stem computes one_hot @ rows: scaling the rows scales the move
     params["params"]["dyn_stem"]["kernel"] = kernel
     keys = jax.random.split(jax.random.PRNGKey(1), 4)
@@ -42,6 +45,10 @@ if __name__ == "__main__":
     for env_id in ("Asterix", "Breakout", "Freeway", "SpaceInvaders"):
         actions = muzero_minatar.MinAtarVecEnv(env_id, 1, 0, 0.0).num_actions
         games.append((muzero_minatar, muzero_minatar.Args(env_id=env_id), actions, 10))
+    for env_id in ("Breakout-v5", "Pong-v5"):
+        args = muzero_atari_multigpu.Args(env_id=env_id)
+        _, actions = muzero_atari_multigpu.env_shapes(args)
+        games.append((muzero_atari_multigpu, args, actions, args.resolution // 16))
     print("| game | actions (with the dummy) | one-hot divided by the actions | unscaled |\n|---|---|---|---|")
     for script, args, actions, board in games:
         shares = [move_share(script, args, actions, board, divided) for divided in (True, False)]
