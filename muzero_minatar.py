@@ -1510,7 +1510,7 @@ def main(args: Args):
     run_dir, writer, wandb_run = open_run(args, checkpoint, steps_per_iteration, num_iterations)
     _, net_key, *actor_keys = jax.random.split(jax.random.PRNGKey(args.seed), 2 + num_threads)
 
-    # the agent: network, planners, update, and a replay for each actor thread (seeded by the thread's index)
+    # the agent: network, planners, update
     params = init_params(net, args, net_key)  # the same in every process: one seed
     optimizer = make_optimizer(args)
     train_planner, test_planner = planner_configs(args)
@@ -1518,19 +1518,19 @@ def main(args: Args):
     eval_act_fn = make_act_fn(net, test_planner, args.gamma, keep_tree=args.capture_video)
     update_fn = make_update_fn(net, args, optimizer)
     priority_fn = make_priority_fn(args)
-    capacity = args.buffer_size // num_threads // args.num_steps  # segments per replay
-    replays = [Replay(args, capacity, obs_shape, num_actions, (args.seed, g)) for g in threads]
 
-    # the learner's state; the actors' parameters for their next two iterations (Cleanba: k acts with those of k-2)
-    progress = Progress(args.eval_interval)
-    state = TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
-    acting_params = [params, params]
-    snapshots = [None] * args.num_actor_threads
-    if checkpoint is not None:
-        progress, state, acting_params, replays = (
-            checkpoint[k] for k in ("progress", "train_state", "acting_params", "replays")
-        )
-        snapshots = checkpoint["actor"]
+    # the learner's state, a replay for each actor thread (seeded by the thread's index), and the actors' parameters
+    # for their next two iterations (Cleanba: k acts with those of k-2) and state; from the checkpoint when resuming
+    if checkpoint is None:
+        progress = Progress(args.eval_interval)
+        state = TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
+        capacity = args.buffer_size // num_threads // args.num_steps  # segments per replay
+        replays = [Replay(args, capacity, obs_shape, num_actions, (args.seed, g)) for g in threads]
+        acting_params = [params, params]
+        snapshots = [None] * args.num_actor_threads
+    else:  # (building the replays anew would allocate the whole buffer only to drop it)
+        fields = ("progress", "train_state", "replays", "acting_params", "actor")
+        progress, state, replays, acting_params, snapshots = (checkpoint[k] for k in fields)
     progress.wandb_id = wandb_run.id if wandb_run else progress.wandb_id
     state = replicate(state, args)
     learner_done = threading.Event()  # set when main returns or raises: the actors then stop waiting

@@ -108,14 +108,22 @@ def test_a_full_disk_at_the_final_save_leaves_the_run_resumable_and_no_json_alon
         assert m.read_checkpoint(args)["progress"].iteration == 5
 
 
-def test_a_model_json_is_written_after_the_parameters_with_their_sha256(tmp_path):
+def test_a_model_json_is_written_after_the_parameters_with_their_sha256(tmp_path, monkeypatch):
     args = tyro.cli(m.Args, args=SMALL_RUN)
     params = m.init_params(m.make_network(args, 4), args, jax.random.PRNGKey(0))
     path = str(tmp_path / "muzero_minatar.muzero_model")
+    written = []
+    real_atomic_write = m.atomic_write
+
+    def atomic_write(target, write):
+        written.append(os.path.basename(target))
+        real_atomic_write(target, write)
+
+    monkeypatch.setattr(m, "atomic_write", atomic_write)
     m.save_model(path, args, params)
+    assert written == ["muzero_minatar.muzero_model", "muzero_minatar.muzero_model.json"]  # the json last
     saved = json.load(open(path + ".json"))
     assert saved["sha256"] == hashlib.sha256(open(path, "rb").read()).hexdigest()
-    assert os.stat(path + ".json").st_mtime_ns >= os.stat(path).st_mtime_ns
 
 
 def test_a_run_stopped_before_its_first_update_says_there_is_nothing_to_save(tmp_path, capsys):
