@@ -190,9 +190,9 @@ class Args:
 
     # Reanalyze (2.7.1, 4.3.10, 4.3.13; planner: Table 5.1)
     reanalyze_ratio: float = 0.0
-    """share of the segments entering replay that are stored ones searched again with the newest parameters (5.5)"""
-    reanalyze_mode: Literal["push", "refresh"] = "push"
-    """reanalysed copies enter replay as new segments (push: the thesis' 4.3.13) or replace their originals (refresh)"""
+    """stored segments searched again, as a share of all entering replay (5.5); sample: of each batch (EfficientZero: 0.99)"""
+    reanalyze_mode: Literal["push", "sample"] = "push"
+    """copies of stored segments enter replay (push: 4.3.13) or each batch is searched again when drawn (sample)"""
     reanalyze_num_simulations: int = 16
     """simulations per reanalysed position (thesis: 50)"""
     reanalyze_pb_c_init: float = 1.75
@@ -201,6 +201,10 @@ class Args:
     """Dirichlet noise concentration at the root in reanalyze (muzero planner; thesis: 0.2)"""
     value_bootstrap: Literal["search", "target_network"] = "search"
     """N-step value targets bootstrap from the stored v* (4.3.7) or the target network's value when sampled"""
+    td_age_updates: int = 0
+    """updates of a position's age that shorten its N by one, down to 1 (0: never; EfficientZero: 30,000 with N = 5)"""
+    importance_exponent_final: float | None = None
+    """beta at the run's end, reached linearly from --importance-exponent (None: constant; EfficientZero: 0.4 to 1)"""
 
     # Devices and hosts (Cleanba / Sebulba split)
     num_actor_threads: int = 1
@@ -264,7 +268,9 @@ def validate_args(args: Args):
         ("process_id", lambda v: 0 <= v < args.num_processes, "in [0, --num-processes)"),
         ("reanalyze_num_simulations reanalyze_dirichlet_alpha", lambda v: v > 0, "positive"),
         ("reanalyze_pb_c_init", lambda v: v >= 0, "non-negative"),
-        ("reanalyze_ratio", lambda v: 0 <= v < 1, "in [0, 1): at 1 no new frames would be played"),
+        ("reanalyze_ratio", lambda v: 0 <= v < 1 or args.reanalyze_mode == "sample" and v == 1, "in [0, 1) (sample: [0, 1])"),
+        ("td_age_updates", lambda v: v >= 0, "non-negative"),
+        ("importance_exponent_final", lambda v: v is None or 0 <= v <= 1, "in [0, 1]"),
     ]
     for names, ok, what in rules:
         for name in names.split():
@@ -691,40 +697,53 @@ def history_at(window: dict, center: int, history_length: int):
     return jax.tree.map(lambda a: a[0], stack_history(frames[None], acts[None]))
 
 
-def bootstrap_histories(window: dict, args: Args):
-    """(K+1, ...): inputs of h at c+N .. c+K+N, whose values --value-bootstrap target_network bootstraps from."""
+def td_horizon(made_at, num_updates, args: Args):
+    """n <= N, the steps of reward before a position's value target bootstraps: N shortened by one for every
+    --td-age-updates updates since the position's p* and v* were made (EfficientZero's off-policy correction)."""
+    return jnp.clip(args.td_steps - (num_updates - made_at) // args.td_age_updates, 1, args.td_steps)
+
+
+def bootstrap_histories(window: dict, args: Args, horizon=None):
+    """(K+1, ...): inputs of h at c+n .. c+K+n (n: horizon, N if None), whose values --value-bootstrap target_network
+    bootstraps from."""
     c = L = args.history_length
-    histories = [history_at(window, j + args.td_steps, L) for j in range(c, c + args.unroll_steps + 1)]
+    N = args.td_steps
+    if horizon is not None:  # steps moved N - n later in the window, so that step c+N+k of it is step c+n+k
+        window = jax.tree.map(lambda a: jnp.roll(a, N - horizon, axis=0), window)
+    histories = [history_at(window, j + N, L) for j in range(c, c + args.unroll_steps + 1)]
     return jax.tree.map(lambda *a: jnp.stack(a), *histories)
 
 
-def value_targets(window: dict, c: int, unroll_steps: int, td_steps: int, gamma: float, bootstrap_values=None):
+def value_targets(window: dict, c: int, unroll_steps: int, td_steps: int, gamma: float, bootstrap_values=None, horizon=None):
     """The value side of position c's targets: the mask of c's episode in the window (False after its last step), its
-    rewards (0 elsewhere), v* (0 at and after its last step) and the returns G^N_c .. G^N_{c+K}. Reads only the
-    window's PRIORITY_FIELDS; bootstrap_values (K+1,): values of the steps c+N .. c+K+N to use instead of v*."""
+    rewards (0 elsewhere), v* (0 at and after its last step) and the returns G^n_c .. G^n_{c+K} (n: horizon, N if None).
+    Reads only the window's PRIORITY_FIELDS; bootstrap_values (K+1,): values of the steps c+n .. c+K+n instead of v*."""
     K, N = unroll_steps, td_steps
+    n = N if horizon is None else horizon
     episode = jnp.cumsum(window["is_first"])
     same = episode == episode[c]  # steps of c's episode; everything after its last step is False
     rewards = jnp.where(same, window["reward"], 0.0)
     alive = same & ~window["is_last"]  # v* = 0 at and after the end
     values = jnp.where(alive, window["value"], 0.0)
-    given = values[c + N : c + K + N + 1] if bootstrap_values is None else bootstrap_values
-    bootstrap_values = jnp.where(alive[c + N : c + K + N + 1], given, 0.0)  # 0 after the end, like v*
+    given = jax.lax.dynamic_slice_in_dim(values, c + n, K + 1) if bootstrap_values is None else bootstrap_values
+    bootstrap_values = jnp.where(jax.lax.dynamic_slice_in_dim(alive, c + n, K + 1), given, 0.0)  # 0 after the end
     discount = gamma  # per step
-    discounts = discount ** jnp.arange(N)
-    # G^N_j = sum_{n<N} gamma^n r_{j+n+1} + gamma^N v_{j+N}, for j = c .. c+K
+    discounts = jnp.where(jnp.arange(N) < n, discount ** jnp.arange(N), 0.0)
+    # G^n_j = sum_{i<n} gamma^i r_{j+i+1} + gamma^n v_{j+n}, for j = c .. c+K
     returns = jnp.stack(
-        [jnp.sum(discounts * rewards[j + 1 : j + N + 1]) + discount**N * bootstrap_values[j - c] for j in range(c, c + K + 1)]
+        [jnp.sum(discounts * rewards[j + 1 : j + N + 1]) + discount**n * bootstrap_values[j - c] for j in range(c, c + K + 1)]
     )
     return same, rewards, values, returns
 
 
-def compute_targets(window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float, bootstrap_values=None):
+def compute_targets(
+    window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float, bootstrap_values=None, horizon=None
+):
     """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis); see value_targets."""
     L, K, N = history_length, unroll_steps, td_steps
     c = L
     num_actions = window["policy"].shape[-1]
-    same, rewards, values, returns = value_targets(window, c, K, N, gamma, bootstrap_values)
+    same, rewards, values, returns = value_targets(window, c, K, N, gamma, bootstrap_values, horizon)
     actions = jnp.where(same, window["action"], 0)
     dummy = jax.nn.one_hot(0, num_actions)
     policies = jnp.where(same[:, None], window["policy"], dummy)
@@ -822,7 +841,7 @@ class Replay:
     def num_trainable(self) -> int:
         return int(self.trainable().sum())
 
-    def sample(self, batch_size: int):
+    def sample(self, batch_size: int, importance_exponent: float):
         """A batch of windows (the fields of empty_segments, (B, L+K+N+1, ...)) and their importance weights (B,)."""
         args = self.args
         if self.probs is None:
@@ -832,9 +851,10 @@ class Replay:
             )
             self.num_valid = int(valid.sum())
         flat = self.rng.choice(self.probs.size, size=batch_size, p=self.probs)
+        self.sampled = flat  # flat indices into priorities, for update_priorities
         segment, position = np.divmod(flat, self.S)
         batch = gather_windows(self.storage, segment, position, self.window)
-        return batch, importance_weights(self.probs[flat], self.num_valid, args.importance_exponent).astype(np.float32)
+        return batch, importance_weights(self.probs[flat], self.num_valid, importance_exponent).astype(np.float32)
 
 
 def batched_targets(args: Args):
@@ -857,26 +877,109 @@ def make_priority_fn(args: Args):
     return jax.jit(jax.vmap(priority))
 
 
-def add_with_priorities(replay: Replay, segments: dict, priority_fn, refreshed=None):
+def add_with_priorities(replay: Replay, segments: dict, priority_fn):
     """Stores segments (the fields of empty_segments) with the priority of each position from make_priority_fn, which
-    is given the PRIORITY_FIELDS of the windows only (no frames): as new ones, or in place of the stored `refreshed`."""
+    is given the PRIORITY_FIELDS of the windows only (no frames)."""
     n = len(segments["valid"])
     S = replay.S
     fields = {k: segments[k] for k in PRIORITY_FIELDS}
     windows = gather_windows(fields, *np.divmod(np.arange(n * S), S), replay.window)  # (segment, position) pairs
-    priorities = np.asarray(priority_fn(windows)).reshape(n, S)
-    if refreshed is None:
-        replay.add(segments, priorities)
-    else:  # only what reanalyze changes is written back; the played steps stay
-        for k in ("policy", "value", "made_at"):
-            replay.storage[k][refreshed] = segments[k]
-        replay.priorities[refreshed], replay.probs = priorities, None
+    replay.add(segments, np.asarray(priority_fn(windows)).reshape(n, S))
 
 
-def sample_batch(replays: list, batch_size: int):
+def sample_batch(replays: list, batch_size: int, importance_exponent: float):
     """This process's share of a batch: an equal part from each actor thread's replay, in thread order."""
-    shares = [replay.sample(batch_size // len(replays)) for replay in replays]
+    shares = [replay.sample(batch_size // len(replays), importance_exponent) for replay in replays]
     return {k: np.concatenate([b[k] for b, _ in shares]) for k in shares[0][0]}, np.concatenate([w for _, w in shares])
+
+
+def annealed_importance_exponent(args: Args, global_step: int) -> float:
+    """beta at this step: --importance-exponent, moved linearly to --importance-exponent-final over the run."""
+    if args.importance_exponent_final is None:
+        return args.importance_exponent
+    fraction = global_step / args.total_timesteps
+    return args.importance_exponent + fraction * (args.importance_exponent_final - args.importance_exponent)
+
+
+def update_priorities(replays: list, value_errors: np.ndarray):
+    """--reanalyze-mode sample: the last batch's positions (sample_batch's order) take the learner's |value - target|."""
+    for replay, errors in zip(replays, np.split(value_errors, len(replays))):
+        replay.priorities.flat[replay.sampled] = errors
+        replay.probs = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Reanalyze (4.3.10, 4.3.13): stored steps searched again with newer parameters; the played actions, rewards and
+# observations stay. push (the thesis' reanalyze workers): copies of stored segments with p* and v* of a new search
+# enter replay as new segments. sample (MuZero Reanalyze, EfficientZero): when a batch is drawn, the target network
+# searches a share of its positions again for p*, bootstraps every value target, and the learner's errors become the
+# priorities; replay keeps each played step once.
+# ---------------------------------------------------------------------------------------------
+def make_reanalyze_fn(net: MuZeroNet, search: partial, args: Args):
+    """Jitted: (params, windows of steps c-L .. c, legal actions at c, rng) -> (p*, v*) of a new search at
+    each c, its planner input rebuilt from the stored observations and actions as when acting (4.3.10)."""
+    L, s = args.history_length, args.support_size
+    recurrent_fn = make_recurrent_fn(net, args.gamma)
+
+    @jax.jit
+    def reanalyze(params, windows: dict, legal, rng):
+        stacked = jax.vmap(partial(history_at, center=L, history_length=L))(windows)
+        x = net.apply(params, stacked, method=MuZeroNet.represent)
+        prior_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
+        root = mctx.RootFnOutput(
+            prior_logits=prior_logits, value=categorical_to_scalar(jax.nn.softmax(value_logits), s), embedding=x
+        )
+        out = run_search(search, params, rng, root, recurrent_fn, legal)
+        return out.action_weights, out.search_tree.summary().value
+
+    return reanalyze
+
+
+def fresh_policies(reanalyze_fn, target_params, window: dict, rng, args: Args) -> dict:
+    """--reanalyze-mode sample: the window (B, L+K+N+1, ...) with p* of positions c .. c+K of its first
+    round(--reanalyze-ratio x B) samples replaced by a new search with the target network, all in one batch."""
+    c = L = args.history_length
+    K = args.unroll_steps
+    R = round(args.reanalyze_ratio * len(window["valid"]))
+    if R == 0:
+        return window
+    # steps j-L .. j of each position j = c .. c+K of the R samples: (R, K+1, L+1, ...), then (R (K+1), L+1, ...)
+    histories = jax.tree.map(lambda a: jnp.stack([a[:R, j - L : j + 1] for j in range(c, c + K + 1)], 1), window)
+    histories = jax.tree.map(lambda a: a.reshape(R * (K + 1), *a.shape[2:]), histories)
+    num_actions = window["policy"].shape[-1]
+    legal = (jnp.arange(num_actions) == 0) == histories["is_last"][:, L, None]  # the dummy action at the end only
+    policy, _ = reanalyze_fn(target_params, histories, legal, rng)
+    return {**window, "policy": window["policy"].at[:R, c : c + K + 1].set(policy.reshape(R, K + 1, num_actions))}
+
+
+def segments_to_reanalyse(args: Args) -> int:
+    """Segments reanalysed per actor iteration and thread: r of all segments entering replay (thesis 5.5's worker ratio)."""
+    if args.reanalyze_mode == "sample":  # (its searches are in the update)
+        return 0
+    return round(args.num_envs * args.reanalyze_ratio / (1 - args.reanalyze_ratio))
+
+
+def reanalyze_segments(replay: Replay, reanalyze_fn, params, count: int, legal_fn, rng, version: int):
+    """Copies of `count` stored segments drawn uniformly, with p* and v* of every played step that has its
+    L-step history in the segment replaced by a new search, and what the new search changed."""
+    seg = replay.rng.choice(replay.size, size=min(count, replay.size), replace=False)
+    segments = {k: v[seg] for k, v in replay.storage.items()}  # fancy indexing copies
+    L, span = replay.L, segments["valid"].shape[1]
+    centers = np.arange(L, span)
+    windows = gather_windows(segments, np.repeat(np.arange(len(seg)), len(centers)), np.tile(centers - L, len(seg)), L + 1)
+    policy, value = reanalyze_fn(params, windows, legal_fn(windows["is_last"][:, L]), rng)
+    played = segments["valid"][:, centers]
+    old_p, old_v = segments["policy"][:, centers], segments["value"][:, centers]
+    new_p = np.where(played[..., None], np.asarray(policy).reshape(old_p.shape), old_p)
+    new_v = np.where(played, np.asarray(value).reshape(old_v.shape), old_v)
+    stats = {  # over the searched steps; KL(new || old), the old policy floored at 1e-3 (unvisited actions)
+        "reanalyze/value_change": np.abs(new_v - old_v)[played].mean(),
+        "reanalyze/policy_kl": np.sum(new_p * (np.log(new_p + 1e-12) - np.log(np.maximum(old_p, 1e-3))), -1)[played].mean(),
+        "reanalyze/targets_age_updates": version - segments["made_at"][:, 0].mean(),
+    }
+    segments["policy"][:, centers], segments["value"][:, centers] = new_p, new_v
+    segments["made_at"][:] = version
+    return segments, int(played.sum()), stats
 
 
 # ---------------------------------------------------------------------------------------------
@@ -907,11 +1010,14 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
     """One update pmapped over the learner devices of all processes: each device trains on its share of the
     batch and lax.pmean averages the gradients, so every device applies the whole batch's gradient. The state
     and the metrics carry a leading axis of this process's learner devices; the window and weights are this
-    process's share of the batch, (B/P, ...)."""
+    process's share of the batch, (B/P, ...). It also returns |value prediction - target| of each sample (the
+    priorities of --reanalyze-mode sample), (this process's learner devices, B/P/devices)."""
     K = args.unroll_steps
     support_size = args.support_size
     targets_fn = batched_targets(args)
     histories_fn = jax.vmap(partial(bootstrap_histories, args=args))
+    reanalyze_fn = make_reanalyze_fn(net, planner_configs(args)[2], args)
+    search_key = jax.random.fold_in(jax.random.PRNGKey(args.seed), 3)  # folded with the update and the device
 
     def scalar(logits):
         return categorical_to_scalar(jax.nn.softmax(logits), support_size)
@@ -919,15 +1025,18 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
     def categorical(x):
         return scalar_to_categorical(x, support_size)
 
-    def loss_fn(params, target_params, window, weights):
+    def loss_fn(params, target_params, window, weights, num_updates):
+        horizon = None  # (B,) n of each sample, N if None
+        if args.td_age_updates:
+            horizon = td_horizon(window["made_at"][:, args.history_length], num_updates, args)
         bootstrap_values = None
         if args.value_bootstrap == "target_network":  # the value half of MuZero Reanalyze
-            stacked = histories_fn(window)  # frame planes (B, K+1, H, W, L*C), actions (B, K+1, L)
+            stacked = histories_fn(window, horizon=horizon)  # frame planes (B, K+1, H, W, L*C), actions (B, K+1, L)
             flat = jax.tree.map(lambda a: a.reshape(-1, *a.shape[2:]), stacked)  # (B (K+1), ...)
             x = net.apply(target_params, flat, method=MuZeroNet.represent)
             _, value_logits = net.apply(target_params, x, method=MuZeroNet.predict)
             bootstrap_values = jax.lax.stop_gradient(scalar(value_logits).reshape(stacked[1].shape[:2]))
-        t = targets_fn(window, bootstrap_values=bootstrap_values)
+        t = targets_fn(window, bootstrap_values=bootstrap_values, horizon=horizon)
         x = net.apply(params, t.stacked, method=MuZeroNet.represent)
         policy_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
         value_prediction = scalar(value_logits)
@@ -959,7 +1068,7 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
         loss = jnp.mean(weights * per_sample) + args.l2_coef * l2
         reward_errors = jnp.abs(jnp.stack(reward_predictions, axis=1) - t.rewards)  # (B, K), as t.rewards
         rewarding = t.rewards != 0
-        return loss, {
+        metrics = {
             "losses/total_loss": loss,
             "losses/policy_loss": jnp.mean(policy_loss),
             "losses/value_loss": jnp.mean(value_loss),
@@ -975,19 +1084,24 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
             "losses/rewarding_share": jnp.mean(rewarding),
             "losses/importance_weight": jnp.mean(weights),
         }
+        return loss, (metrics, jnp.abs(value_prediction - t.values[:, 0]))
 
     devices = [jax.local_devices(process_index=p)[i] for p in range(args.num_processes) for i in args.learner_device_ids]
 
     @partial(jax.pmap, axis_name="batch", devices=devices)  # the learner devices of every process, process by process
     def update(state: TrainState, window, weights):
-        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, state.target_params, window, weights)
+        if args.reanalyze_mode == "sample":  # the policy half of MuZero Reanalyze: one batched search per update
+            rng = jax.random.fold_in(jax.random.fold_in(search_key, state.step), jax.lax.axis_index("batch"))
+            window = fresh_policies(reanalyze_fn, state.target_params, window, rng, args)
+        gradient_fn = jax.grad(loss_fn, has_aux=True)
+        grads, (metrics, value_errors) = gradient_fn(state.params, state.target_params, window, weights, state.step)
         grads, metrics = jax.lax.pmean((grads, metrics), "batch")  # the whole batch's mean
         metrics["losses/grad_norm"] = optax.tree.norm(grads)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         step = state.step + 1
         target_params = optax.periodic_update(params, state.target_params, step, args.target_update_interval)
-        return TrainState(params, target_params, opt_state, step), metrics
+        return TrainState(params, target_params, opt_state, step), metrics, value_errors
 
     def split_update(state: TrainState, window: dict, weights: np.ndarray):
         n = len(args.learner_device_ids)
@@ -1004,59 +1118,6 @@ def replicate(tree, args: Args):
 def unreplicate(tree):
     """The first learner device's copy (all are equal), on the host."""
     return jax.tree.map(lambda x: np.asarray(x[0]), tree)
-
-
-# ---------------------------------------------------------------------------------------------
-# Reanalyze (4.3.10, 4.3.13): stored segments searched again with the newest parameters. The played actions, rewards and
-# observations stay; p* and v* are replaced, and the copies enter replay as new segments (push, as the thesis' reanalyze
-# workers do) or replace their originals in place (refresh, as MuZero Reanalyze: replay keeps each played step once).
-# ---------------------------------------------------------------------------------------------
-def make_reanalyze_fn(net: MuZeroNet, search: partial, args: Args):
-    """Jitted: (params, windows of steps c-L .. c, legal actions at c, rng) -> (p*, v*) of a new search at
-    each c, its planner input rebuilt from the stored observations and actions as when acting (4.3.10)."""
-    L, s = args.history_length, args.support_size
-    recurrent_fn = make_recurrent_fn(net, args.gamma)
-
-    @jax.jit
-    def reanalyze(params, windows: dict, legal, rng):
-        stacked = jax.vmap(partial(history_at, center=L, history_length=L))(windows)
-        x = net.apply(params, stacked, method=MuZeroNet.represent)
-        prior_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
-        root = mctx.RootFnOutput(
-            prior_logits=prior_logits, value=categorical_to_scalar(jax.nn.softmax(value_logits), s), embedding=x
-        )
-        out = run_search(search, params, rng, root, recurrent_fn, legal)
-        return out.action_weights, out.search_tree.summary().value
-
-    return reanalyze
-
-
-def segments_to_reanalyse(args: Args) -> int:
-    """Segments reanalysed per actor iteration and thread: r of all segments entering replay (thesis 5.5's worker ratio)."""
-    return round(args.num_envs * args.reanalyze_ratio / (1 - args.reanalyze_ratio))
-
-
-def reanalyze_segments(replay: Replay, reanalyze_fn, params, count: int, legal_fn, rng, version: int):
-    """Copies of `count` stored segments drawn uniformly, with p* and v* of every played step that has its
-    L-step history in the segment replaced by a new search, their indices in replay, and what the refresh changed."""
-    seg = replay.rng.choice(replay.size, size=min(count, replay.size), replace=False)
-    segments = {k: v[seg] for k, v in replay.storage.items()}  # fancy indexing copies
-    L, span = replay.L, segments["valid"].shape[1]
-    centers = np.arange(L, span)
-    windows = gather_windows(segments, np.repeat(np.arange(len(seg)), len(centers)), np.tile(centers - L, len(seg)), L + 1)
-    policy, value = reanalyze_fn(params, windows, legal_fn(windows["is_last"][:, L]), rng)
-    played = segments["valid"][:, centers]
-    old_p, old_v = segments["policy"][:, centers], segments["value"][:, centers]
-    new_p = np.where(played[..., None], np.asarray(policy).reshape(old_p.shape), old_p)
-    new_v = np.where(played, np.asarray(value).reshape(old_v.shape), old_v)
-    stats = {  # over the refreshed steps; KL(new || old), the old policy floored at 1e-3 (unvisited actions)
-        "reanalyze/value_change": np.abs(new_v - old_v)[played].mean(),
-        "reanalyze/policy_kl": np.sum(new_p * (np.log(new_p + 1e-12) - np.log(np.maximum(old_p, 1e-3))), -1)[played].mean(),
-        "reanalyze/targets_age_updates": version - segments["made_at"][:, 0].mean(),
-    }
-    segments["policy"][:, centers], segments["value"][:, centers] = new_p, new_v
-    segments["made_at"][:] = version
-    return seg, segments, int(played.sum()), stats
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1453,14 +1514,16 @@ def check_memory(args: Args, net, obs_shape, num_actions: int):
     step_bytes = sum(v.itemsize * math.prod(v.shape[2:]) for v in empty_segments(0, 1, obs_shape, num_actions).values())
     span = args.history_length + args.num_steps + args.unroll_steps + args.td_steps
     node_bytes = obs_shape[0] * obs_shape[1] * args.channels * 4 + (6 * num_actions + 5) * 4  # mctx.Tree per node
+    searched = segments_to_reanalyse(args) * (span - args.history_length)  # positions reanalysed at once
+    if args.reanalyze_mode == "sample":  # fresh_policies' searches on a learner device
+        per_device = args.batch_size // args.num_processes // len(args.learner_device_ids)
+        searched = round(args.reanalyze_ratio * per_device) * (args.unroll_steps + 1)
     needs = {  # bytes in this process, by the flags that set them
         "--buffer-size": args.buffer_size // args.num_processes // args.num_steps * span * step_bytes,
         "--channels/--head-hidden/--support-size": 6 * sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(params)),
         "--num-envs/--num-simulations": args.num_envs * args.num_actor_threads * (args.num_simulations + 1) * node_bytes,
         "--eval-episodes/--eval-num-simulations": args.eval_episodes * (args.eval_num_simulations + 1) * node_bytes,
-        "--reanalyze-ratio/--reanalyze-num-simulations": (  # reanalyze_segments' searches, all positions at once
-            segments_to_reanalyse(args) * (span - args.history_length) * (args.reanalyze_num_simulations + 1) * node_bytes
-        ),
+        "--reanalyze-ratio/--reanalyze-num-simulations": searched * (args.reanalyze_num_simulations + 1) * node_bytes,
     }
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     total = sum(needs.values()) / 2**30
@@ -1662,10 +1725,10 @@ def main(args: Args):
                 params = unreplicate(state.params)
                 for replay, global_thread in zip(replays, threads):
                     rng = jax.random.fold_in(reanalyze_key, iteration * num_threads + global_thread)
-                    seg, segments, positions, stats = reanalyze_segments(
+                    segments, positions, stats = reanalyze_segments(
                         replay, reanalyze_fn, params, num_reanalysed, legal_actions, rng, progress.num_updates
                     )
-                    add_with_priorities(replay, segments, priority_fn, seg if args.reanalyze_mode == "refresh" else None)
+                    add_with_priorities(replay, segments, priority_fn)
                     # reanalysed targets count as generated ones (5.5), in every process alike
                     new_steps += len(segments["valid"]) * args.num_steps * args.num_processes
                     progress.reanalysed_positions += positions
@@ -1677,8 +1740,11 @@ def main(args: Args):
                 while progress.sample_credit >= args.batch_size:
                     check_signals()
                     progress.sample_credit -= args.batch_size
-                    batch, weights = sample_batch(replays, args.batch_size // args.num_processes)
-                    state, progress.metrics = update_fn(state, batch, weights)
+                    beta = annealed_importance_exponent(args, global_step)
+                    batch, weights = sample_batch(replays, args.batch_size // args.num_processes, beta)
+                    state, progress.metrics, value_errors = update_fn(state, batch, weights)
+                    if args.reanalyze_mode == "sample":
+                        update_priorities(replays, np.asarray(value_errors).ravel())
                     progress.num_updates += 1
             jax.block_until_ready(state)  # so that the timings below measure the work, not its dispatch
             # 3. hand the parameters to the actors: their iteration + 2 acts with them

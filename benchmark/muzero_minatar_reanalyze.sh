@@ -1,36 +1,52 @@
 #!/usr/bin/env bash
-# The reanalyze experiment: muzero_minatar_reanalyze.py at equal frames (the default 300k) in four settings,
-# every game x seed x setting one run after another (each run uses both cores of a 2-core CPU):
-#   ratio_0          no reanalysis: muzero_minatar.py's computation, value for value
-#   push_0.4         40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
-#   refresh_0.4      as many segments reanalysed, their targets replaced where they lie (MuZero Reanalyze)
-#   matched_updates  no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
+# The reanalyze experiment: muzero_minatar_reanalyze.py at equal frames (the default 300k), evaluated every 50k
+# frames, every game x seed x setting one run after another (each run uses both cores of a 2-core CPU):
+#   ratio_0            no reanalysis: muzero_minatar.py's computation, value for value (replay ratio 2)
+#   no_reanalysis_rr8  no reanalysis at replay ratio 8
+#   sample_rr2         reanalysis when a batch is drawn ($SAMPLE: MuZero Reanalyze, EfficientZero), replay ratio 2
+#   sample_rr8         the same at replay ratio 8
+#   push_0.4           40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
+#   matched_updates    no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
 # Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
 # runs.csv, logs); the comparison step then writes experiment.csv (every run with its setting), compare.md and the
 # curves against frames and wall time in docs/benchmark/muzero_minatar_reanalyze/, and experiment/diagnostics.csv.
 #
-#   bash benchmark/muzero_minatar_reanalyze.sh                     # Asterix, Breakout x seeds 1 2 3 x 4 settings
-#   SETTINGS="refresh_0.4" GAMES="Asterix" SEEDS="3" bash benchmark/muzero_minatar_reanalyze.sh
+# COST=1 measures instead what $SAMPLE costs, A B A B against no reanalysis at replay ratio 2 and 8
+# (benchmark/muzero_minatar_reanalyze_cost.py: cost.csv, cost.md).
+#
+#   bash benchmark/muzero_minatar_reanalyze.sh                     # Asterix, Breakout x seeds 1 2 3 x 5 settings
+#   SETTINGS="sample_rr2" GAMES="Asterix" SEEDS="3" bash benchmark/muzero_minatar_reanalyze.sh
+#   COST=1 bash benchmark/muzero_minatar_reanalyze.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SETTINGS=${SETTINGS:-"ratio_0 push_0.4 refresh_0.4 matched_updates"}
+SETTINGS=${SETTINGS:-"ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr8 push_0.4"}
 export GAMES=${GAMES:-"Asterix Breakout"} SEEDS=${SEEDS:-"1 2 3"}
 BASE=docs/benchmark/muzero_minatar_reanalyze
+# reanalysis at sampling time: a quarter of each batch's policy targets searched again (8 simulations) with the target
+# network, every value target bootstrapped from it with N shortened by one per 1,000 updates of age, priorities from
+# the learner's value errors, importance weights' exponent 0.4 -> 1 (EfficientZero: 0.99 of the batch, 50 simulations)
+SAMPLE="--reanalyze-mode sample --reanalyze-ratio 0.25 --reanalyze-num-simulations 8 --value-bootstrap target_network \
+--td-age-updates 1000 --importance-exponent 0.4 --importance-exponent-final 1"
+if [ -n "${COST:-}" ]; then
+  exec python benchmark/muzero_minatar_reanalyze_cost.py --sample-flags "$SAMPLE" --out "$BASE" "$@"
+fi
 # 32 environments: ratio 0.4 adds round(32 x 0.4 / 0.6) = 21 reanalysed segments to the 32 played each iteration
 replay_ratio=$(python -c "import muzero_minatar_reanalyze as r; a = r.Args(); print(a.replay_ratio * (a.num_envs + 21) / a.num_envs)")
 declare -A FLAGS=(
   [ratio_0]="--reanalyze-ratio 0"
+  [no_reanalysis_rr8]="--reanalyze-ratio 0 --replay-ratio 8"
+  [sample_rr2]="$SAMPLE"
+  [sample_rr8]="$SAMPLE --replay-ratio 8"
   [push_0.4]="--reanalyze-ratio 0.4 --reanalyze-mode push"
-  [refresh_0.4]="--reanalyze-ratio 0.4 --reanalyze-mode refresh"
   [matched_updates]="--reanalyze-ratio 0 --replay-ratio $replay_ratio"
 )
 for setting in $SETTINGS; do
   # shellcheck disable=SC2086
   SCRIPT=muzero_minatar_reanalyze.py OUT="$BASE/experiment/$setting" bash benchmark/muzero_minatar.sh \
-    ${FLAGS[$setting]} --exp-name "reanalyze_$setting" "$@"
+    ${FLAGS[$setting]} --eval-interval 50000 --exp-name "reanalyze_$setting" "$@"
 done
 done=()
-for setting in ratio_0 push_0.4 refresh_0.4 matched_updates; do
+for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr8 push_0.4 matched_updates; do
   if [ -f "$BASE/experiment/$setting/runs.csv" ]; then done+=("$BASE/experiment/$setting"); fi
 done
 python muzero_tools.py compare --out "$BASE" --runs "${done[@]}"

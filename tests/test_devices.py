@@ -69,7 +69,7 @@ for ids in [(0,), (0, 1)]:
     update = m.make_update_fn(net, a, opt)
     state = m.replicate(m.TrainState(params, params, opt.init(params), jnp.zeros((), jnp.int32)), a)
     for b, weights in batches:
-        state, metrics = update(state, b, weights)
+        state, metrics = update(state, b, weights)[:2]
     leaf = jax.tree.leaves(state.params)[0]
     assert leaf.shape[0] == len(ids) and len(leaf.sharding.device_set) == len(ids)
     copies = jax.device_get(state.params)

@@ -212,11 +212,10 @@ RUN_TAGS = (
 
 @pytest.fixture(scope="module")
 def reanalyze_runs(tmp_path_factory):
-    """muzero_minatar_reanalyze.py on the small run at reanalyze ratios 0 (mode refresh, which acts only above 0) and 0.5."""
+    """muzero_minatar_reanalyze.py on the small run at reanalyze ratios 0 and 0.5 (push)."""
     cwds = {ratio: tmp_path_factory.mktemp(f"reanalyze{ratio}") for ratio in ("0", "0.5")}
     for ratio, d in cwds.items():  # one after the other, as two_runs
-        mode = "refresh" if ratio == "0" else "push"
-        flags = [*SMALL_RUN, "--reanalyze-ratio", ratio, "--reanalyze-mode", mode, *REANALYZE_SEARCH]
+        flags = [*SMALL_RUN, "--reanalyze-ratio", ratio, *REANALYZE_SEARCH]
         run_together([(flags, d, REANALYZE_SCRIPT, None)])
     return {ratio: glob.glob(str(d / "runs" / "*"))[0] for ratio, d in cwds.items()}
 
