@@ -56,15 +56,15 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for round_index in range(cfg.rounds):
-            for setting, flags in settings(cfg.sample_flags.split()).items():
+            for setting_index, (setting, flags) in enumerate(settings(cfg.sample_flags.split()).items()):
                 command = [sys.executable, os.path.join(REPO, "muzero_minatar_reanalyze.py"), "--env-id", cfg.env_id]
                 command += ["--total-timesteps", str(cfg.total_timesteps), "--eval-episodes", "0", *flags]
-                command += ["--exp-name", f"cost{round_index}"]
+                name = f"cost{round_index}_{setting_index}"
+                command += ["--exp-name", name]
                 print(f"== round {round_index + 1}: {setting}", flush=True)
                 subprocess.run(command, cwd=work, check=True, stdout=subprocess.DEVNULL)
-                (run_dir,) = glob.glob(os.path.join(work, "runs", f"*__cost{round_index}__*"))
+                (run_dir,) = glob.glob(os.path.join(work, "runs", f"*__{name}__*"))
                 steps_per_second, updates_per_second = steady_rates(run_dir, cfg.skip)
-                os.rename(run_dir, run_dir + ".done")  # the next setting's run is the only one of its name
                 rows.append(dict(setting=setting, round=round_index + 1, env_steps_per_s=steps_per_second))
                 rows[-1]["updates_per_s"] = updates_per_second
                 print(f"   {steps_per_second:.1f} env steps/s, {updates_per_second:.2f} updates/s", flush=True)
