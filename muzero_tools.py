@@ -1063,18 +1063,36 @@ class Collect:
     of 20k frames (with their mean wall-clock minute) into `{out}/{env_id}_train.csv`. A Breakthrough run: its
     win rates against the random player and MCTSBot (overall and per colour) into `{out}/win_rates.csv`. Both: a
     summary row (commit, machine, wall time) into `{out}/runs.csv`. Collecting a game and seed again replaces
-    its rows. Only these CSVs are needed to redraw, so they are what gets committed, not the event files."""
+    its rows. Only these CSVs are needed to redraw, so they are what gets committed, not the event files. A run
+    stopped and resumed counts its time running: minutes and wall time leave out the pauses between its pieces."""
 
     run_dir: str
     """the run's directory, runs/{env_id}__{exp_name}__{seed}__{time}"""
-    wall_time: float
-    """the run's wall time in seconds"""
     out: str
     """the benchmark's output folder (e.g. docs/benchmark/muzero_minatar)"""
+    wall_time: float | None = None
+    """the run's wall time in seconds (default: its time running, from its events)"""
     commit: str | None = None
     """the commit the run ran at (default: the newest one before the run's start time in its name)"""
     cpu_steal: float | None = None
     """share of the machine's CPU time the host gave to other virtual machines during the run (/proc/stat)"""
+
+
+PAUSE_SECONDS = 20 * 60  # a longer gap between a run's events is a pause between pieces (stopped, then resumed)
+
+
+def running_minutes(events: EventAccumulator):
+    """A function from an event's wall time to the minutes its run had been running then (the time since the first
+    event less the pauses before it: gaps of more than PAUSE_SECONDS between consecutive events), and the pauses."""
+    times = [events.FirstEventTimestamp()] + [e.wall_time for tag in events.Tags()["scalars"] for e in events.Scalars(tag)]
+    times = np.unique(times)
+    gaps = np.diff(times)
+    paused = np.concatenate([[0.0], np.cumsum(np.where(gaps > PAUSE_SECONDS, gaps, 0.0))])  # before each time
+
+    def minutes(wall_time: float) -> float:
+        return (wall_time - times[0] - paused[np.searchsorted(times, wall_time, side="right") - 1]) / 60
+
+    return minutes, int((gaps > PAUSE_SECONDS).sum())
 
 
 def run_collect(cfg: Collect):
@@ -1085,7 +1103,7 @@ def run_collect(cfg: Collect):
     seed = int(seed)
     events = EventAccumulator(cfg.run_dir, size_guidance={"scalars": 0, "tensors": 0})
     events.Reload()
-    t0 = events.FirstEventTimestamp()
+    minutes_at, pauses = running_minutes(events)
     os.makedirs(cfg.out, exist_ok=True)
     summary = {"env_id": env_id, "seed": seed, "run_name": run_name, "exp_name": exp_name}
     if "charts/eval_win_rate_random" in events.Tags()["scalars"]:  # a board game
@@ -1095,7 +1113,7 @@ def run_collect(cfg: Collect):
                 scalars = events.Scalars(f"charts/eval_win_rate_{opponent}{suffix}")
                 columns[f"{opponent}{suffix}"] = [e.value for e in scalars]
                 if not suffix:
-                    steps, minutes = [e.step for e in scalars], [(e.wall_time - t0) / 60 for e in scalars]
+                    steps, minutes = [e.step for e in scalars], [minutes_at(e.wall_time) for e in scalars]
         curve = pd.DataFrame({"env_id": env_id, "seed": seed, "step": steps, "minutes": minutes, **columns})
         replace_rows(os.path.join(cfg.out, "win_rates.csv"), curve, env_id, seed)
         last = curve.iloc[-1]
@@ -1118,12 +1136,12 @@ def run_collect(cfg: Collect):
                 "step": [e.step for e in returns],
                 "eval_return": [e.value for e in returns],
                 "eval_length": [e.value for e in lengths],
-                "minutes": [(e.wall_time - t0) / 60 for e in returns],
+                "minutes": [minutes_at(e.wall_time) for e in returns],
             }
         )
         replace_rows(os.path.join(cfg.out, f"{env_id}.csv"), curve, env_id, seed)
         train = pd.DataFrame(
-            [(e.step, e.value, (e.wall_time - t0) / 60) for e in events.Scalars("charts/episodic_return")],
+            [(e.step, e.value, minutes_at(e.wall_time)) for e in events.Scalars("charts/episodic_return")],
             columns=["step", "train_return", "minutes"],
         )
         binned = train.groupby((train.step - 1) // TRAIN_BIN).mean().reset_index(drop=True)  # x: mean frame of the bin
@@ -1141,15 +1159,18 @@ def run_collect(cfg: Collect):
             "final_train_return_last_50k": last_train.mean(),
         }
         result = f"final evaluation return {returns[-1].value:.2f} at {returns[-1].step} frames"
+    last_event = max(e.wall_time for tag in events.Tags()["scalars"] for e in events.Scalars(tag))
+    wall_minutes = cfg.wall_time / 60 if cfg.wall_time is not None else minutes_at(last_event)
     summary |= {
-        "wall_time_min": round(cfg.wall_time / 60, 1),
+        "wall_time_min": round(wall_minutes, 1),
+        "pauses": pauses,
         "cpu_steal": cfg.cpu_steal,
         "SPS": events.Scalars("charts/SPS")[-1].value,
         "commit": cfg.commit or commit_at(int(start)),
         "machine": machine_line(),
     }
     replace_rows(os.path.join(cfg.out, "runs.csv"), pd.DataFrame([summary]), env_id, seed)
-    print(f"{run_name}: {result}, {cfg.wall_time / 60:.1f} min")
+    print(f"{run_name}: {result}, {wall_minutes:.1f} min" + (f" running, in {pauses + 1} pieces" if pauses else ""))
 
 
 @dataclass

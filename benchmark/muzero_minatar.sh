@@ -10,6 +10,11 @@
 # Extra arguments are passed to every run (e.g. --track --wandb-entity me). The frame budget per
 # run is the script's default --total-timesteps (300k environment steps, 10-25 min a run on 2 cores);
 # TOTAL_TIMESTEPS overrides it. SCRIPT runs a variant instead (benchmark/muzero_minatar_reanalyze.sh).
+#
+# Runs longer than a sitting: CHECKPOINT_INTERVAL=50000 gives new runs a checkpoint every 50k steps, and with
+# RESUME=1 a run of the same game, seed and --exp-name that has a checkpoint and no finished.json (stopped, e.g.
+# at the end of a session) is continued with --resume instead of started anew. Such a run's wall time and
+# minutes are its time running: collect leaves out the pauses between its pieces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GAMES=${GAMES:-"Asterix Breakout Freeway SpaceInvaders"}
@@ -19,6 +24,11 @@ SCRIPT=${SCRIPT:-muzero_minatar.py}
 budget=()
 if [ -n "${TOTAL_TIMESTEPS:-}" ]; then budget=(--total-timesteps "$TOTAL_TIMESTEPS"); fi
 mkdir -p "$OUT/logs"
+exp_name=$(basename "$SCRIPT" .py)
+args=("$@")
+for i in "${!args[@]}"; do if [ "${args[$i]}" = "--exp-name" ]; then exp_name=${args[$((i + 1))]}; fi; done
+checkpoints=()
+if [ -n "${CHECKPOINT_INTERVAL:-}" ]; then checkpoints=(--checkpoint-interval "$CHECKPOINT_INTERVAL"); fi
 # steal and total CPU ticks of the machine (/proc/stat): time the host gave to other VMs is reported
 # beside each run's wall time
 cpu_ticks() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
@@ -30,12 +40,23 @@ for env_id in $GAMES; do
     commit=$(python muzero_tools.py commit --out "$OUT")
     start=$(date +%s)
     read -r steal0 total0 < <(cpu_ticks)
-    python "$SCRIPT" --env-id "$env_id" --seed "$seed" "${budget[@]}" "$@" 2>&1 | tee "$log"
-    wall=$(( $(date +%s) - start ))
+    unfinished=""
+    if [ -n "${RESUME:-}" ]; then
+      for d in runs/"${env_id}__${exp_name}__${seed}__"*; do
+        if [ -f "$d/checkpoint.pkl" ] && [ ! -f "$d/finished.json" ]; then unfinished=$d; fi
+      done
+    fi
+    wall_time=()
+    if [ -n "$unfinished" ]; then
+      python "$SCRIPT" --resume "$unfinished" 2>&1 | tee -a "$log"  # (the log keeps every piece)
+    else
+      python "$SCRIPT" --env-id "$env_id" --seed "$seed" "${budget[@]}" "${checkpoints[@]}" "$@" 2>&1 | tee "$log"
+      wall_time=(--wall-time $(( $(date +%s) - start )))  # one piece: its wall time (else collect sums the pieces)
+    fi
     read -r steal1 total1 < <(cpu_ticks)
     steal=$(awk -v s=$((steal1 - steal0)) -v t=$((total1 - total0)) 'BEGIN {printf "%.3f", s / t}')
     run_dir=$(sed -n 's/^run: \(runs\/[^ ]*\).*/\1/p' "$log" | head -n 1)  # the script's first line names it
-    python muzero_tools.py collect --run-dir "$run_dir" --wall-time "$wall" --commit "$commit" \
+    python muzero_tools.py collect --run-dir "$run_dir" "${wall_time[@]}" --commit "$commit" \
       --cpu-steal "$steal" --out "$OUT"
   done
 done

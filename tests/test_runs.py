@@ -418,6 +418,28 @@ def test_a_run_stopped_by_sigkill_ctrl_c_and_sigterm_and_resumed_ends_as_the_uni
     assert files[-1].endswith(".000000005") and first_steps == sorted(first_steps), (files, first_steps)
 
 
+SAMPLE_MODE = (  # reanalysis at sampling time with every part on: new policies, target-network values, age, annealing
+    "--reanalyze-mode sample --reanalyze-ratio 0.5 --value-bootstrap target_network --td-age-updates 20 "
+    "--importance-exponent 0.4 --importance-exponent-final 1"
+).split()
+
+
+def test_reanalysis_at_sampling_time_resumes_exactly(tmp_path):
+    """--reanalyze-mode sample keeps state outside the learner's: the priorities the learner's errors set, the stored
+    steps' ages. A run stopped by SIGTERM after a checkpoint and resumed ends as the uninterrupted run, bit for bit."""
+    flags = [*CHECKPOINTED, *REANALYZE_SEARCH, *SAMPLE_MODE]
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    whole.mkdir()
+    stopped.mkdir()
+    run_together([(flags, whole, REANALYZE_SCRIPT, None)])
+    run_dir, stopped_at = stop(stopped, signal.SIGTERM, flags, 3, script=r)
+    resume_to_the_end(stopped, run_dir, flags, stopped_at, script=r)
+    (reference,) = glob.glob(str(whole / "runs" / "*"))
+    resumed, uninterrupted = scalars(run_dir, RUN_TAGS), scalars(reference, RUN_TAGS)
+    assert len(resumed["losses/total_loss"]) == 5 and resumed == uninterrupted
+    assert uninterrupted["losses/importance_weight"][-1][1] < 1  # weighted samples: the annealed exponent is above 0
+
+
 def jax_leaves(tree):
     return [np.asarray(x) for x in jax.tree.leaves(tree)]
 

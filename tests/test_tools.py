@@ -747,3 +747,31 @@ def test_read_table_keeps_a_numeric_looking_commit_as_text(tmp_path):
     path = tmp_path / "runs.csv"
     path.write_text("env_id,commit\nBreakout,97e0696\nAsterix,2908cbe\n")
     assert list(tools.read_table(str(path)).commit) == ["97e0696", "2908cbe"]
+
+
+class Events:
+    """What running_minutes reads of an EventAccumulator: events at the given wall times (two tags)."""
+
+    def __init__(self, times):
+        self.times = times
+
+    def FirstEventTimestamp(self):
+        return self.times[0] - 5.0  # the run's first event (its flags) comes before its first scalar
+
+    def Tags(self):
+        return {"scalars": ["charts/a", "charts/b"]}
+
+    def Scalars(self, tag):
+        return [dataclasses.make_dataclass("Event", ["wall_time"])(t) for t in self.times[tag == "charts/b" :: 2]]
+
+
+def test_a_resumed_run_counts_its_time_running_not_its_pauses():
+    # a piece of 10 minutes with one 15-minute gap (an evaluation: running), stopped; resumed 2 hours later for 5 minutes
+    first = [1000.0 + 60 * k for k in range(6)] + [1300.0 + 900 + 60 * k for k in range(6)]
+    second = [first[-1] + 7200 + 60 * k for k in range(6)]
+    minutes, pauses = tools.running_minutes(Events(first + second))
+    assert pauses == 1
+    assert minutes(first[0]) == pytest.approx(5 / 60) and minutes(first[-1]) == pytest.approx((5 + 600 + 900) / 60)
+    assert minutes(second[0]) == pytest.approx(minutes(first[-1]))  # the pause, compilation included, left out
+    assert minutes(second[-1]) == pytest.approx(minutes(first[-1]) + 5)
+    assert tools.running_minutes(Events(first))[1] == 0
