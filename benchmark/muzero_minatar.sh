@@ -46,11 +46,12 @@ for env_id in $GAMES; do
         if [ -f "$d/checkpoint.pkl" ] && [ ! -f "$d/finished.json" ]; then unfinished=$d; fi
       done
     fi
+    command=(python "$SCRIPT" --env-id "$env_id" --seed "$seed" "${budget[@]}" "${checkpoints[@]}" "$@")
     wall_time=()
-    if [ -n "$unfinished" ]; then
-      python "$SCRIPT" --resume "$unfinished" 2>&1 | tee -a "$log"  # (the log keeps every piece)
+    if [ -n "$unfinished" ]; then  # the same flags: --resume refuses others
+      "${command[@]}" --resume "$unfinished" 2>&1 | tee -a "$log"  # (the log keeps every piece)
     else
-      python "$SCRIPT" --env-id "$env_id" --seed "$seed" "${budget[@]}" "${checkpoints[@]}" "$@" 2>&1 | tee "$log"
+      "${command[@]}" 2>&1 | tee "$log"
       wall_time=(--wall-time $(( $(date +%s) - start )))  # one piece: its wall time (else collect sums the pieces)
     fi
     read -r steal1 total1 < <(cpu_ticks)
