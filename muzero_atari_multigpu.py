@@ -119,8 +119,8 @@ class Args:
     """residual blocks in the prediction function (MuZero: 16)"""
     head_hidden: int = 64
     """hidden width of the value, reward and policy heads (thesis: 128)"""
-    support_size: int = 30
-    """value and reward are categorical over the integers [-support_size, support_size] (thesis: 30)"""
+    support_size: int = 300
+    """value and reward are categorical over [-support_size, support_size] after phi: |x| up to 58,700 (MuZero: 300)"""
 
     # Planner (4.3.6, Table 5.1)
     planner: Literal["muzero", "gumbel"] = "muzero"
@@ -145,6 +145,8 @@ class Args:
     """Dirichlet noise concentration at the root in evaluation (muzero planner; thesis: 0.1)"""
     dirichlet_fraction: float = 0.25
     """weight of the Dirichlet noise in the root prior (muzero planner)"""
+    q_min_range: float = 0.01
+    """least range the Q-values of a node are min-max normalised by (muzero planner; mctx: 1e-8; EfficientZero: 0.01)"""
     gumbel_scale: float = 1.0
     """scale of the Gumbel noise in training (gumbel planner; evaluation uses 0)"""
     max_num_considered_actions: int = 16
@@ -167,7 +169,7 @@ class Args:
     """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank)"""
     priority_epsilon: float = 0.01
     """added to the priorities so that no position has probability zero (proportional sampling)"""
-    rewarding_share: float = 0.25
+    rewarding_share: float = 0.0
     """share of each batch drawn by the same sampling restricted to positions whose next step rewards (MuZero: 0)"""
     importance_exponent: float = 0.0
     """beta: samples weigh (1 / (N P(i)))^beta over the sample's largest (MuZero: 1, undoing the bias; here 0 keeps it)"""
@@ -247,7 +249,7 @@ def validate_args(args: Args):
             "num_simulations eval_num_simulations max_num_considered_actions unroll_steps td_steps buffer_size "
             "batch_size target_update_interval eval_interval num_actor_threads num_processes learning_rate "
             "replay_ratio max_grad_norm temperature eval_temperature dirichlet_alpha eval_dirichlet_alpha log_interval "
-            "pb_c_base priority_epsilon distributed_timeout",
+            "pb_c_base priority_epsilon q_min_range distributed_timeout",
             lambda v: v > 0,
             "positive",
         ),
@@ -458,8 +460,8 @@ class EpisodeTracker:
 # Inputs (4.3.4) and the scalar <-> categorical transform (2.8.6, 4.3.5)
 # ---------------------------------------------------------------------------------------------
 def action_planes(actions, num_actions: int, height: int, width: int):
-    """One-hot actions divided by |A^a|, tiled over the board: (..., ) -> (..., H, W, |A^a|)."""
-    onehot = jax.nn.one_hot(actions, num_actions) / num_actions
+    """One-hot actions (undivided: 4.3.4 divides by |A^a|) tiled over the board: (..., ) -> (..., H, W, |A^a|)."""
+    onehot = jax.nn.one_hot(actions, num_actions)
     return jnp.broadcast_to(onehot[..., None, None, :], (*actions.shape, height, width, num_actions))
 
 
@@ -552,7 +554,7 @@ def scale_hidden(x):
 
 
 class ActionStem(nn.Module):
-    """A 1x1 convolution over [planes, one-hot action planes / |A^a| tiled over the board] (4.3.4), computed
+    """A 1x1 convolution over [planes, one-hot action planes, undivided, tiled over the board] (4.3.4), computed
     without tiling the one-hot planes: their share of the product is the same on every square, so it is
     computed once per sample. Same parameters (kernel (1, 1, C + L|A^a|, F), bias) and initialisation as
     nn.Conv over the concatenated planes."""
@@ -566,7 +568,7 @@ class ActionStem(nn.Module):
         d, L = planes.shape[-1], actions.shape[-1]
         kernel = self.param("kernel", nn.initializers.lecun_normal(), (1, 1, d + L * self.num_actions, self.features))
         bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
-        one_hot = jax.nn.one_hot(actions, self.num_actions).reshape(-1, L * self.num_actions) / self.num_actions
+        one_hot = jax.nn.one_hot(actions, self.num_actions).reshape(-1, L * self.num_actions)
         return planes @ kernel[0, 0, :d] + (one_hot @ kernel[0, 0, d:])[:, None, None, :] + bias
 
 
@@ -645,7 +647,10 @@ def planner_configs(args: Args) -> tuple[partial, partial]:
         test_options = dict(gumbel_scale=0.0)
     else:
         policy = mctx.muzero_policy
-        shared = dict(dirichlet_fraction=args.dirichlet_fraction, pb_c_base=args.pb_c_base)
+        # Q-values are min-max normalised over the node and its children: a range of 1e-4, noise on a near-flat early
+        # model, would become the whole [0, 1] but for the floor (EfficientZero's value_delta_max)
+        qtransform = partial(mctx.qtransform_by_parent_and_siblings, epsilon=args.q_min_range)
+        shared = dict(dirichlet_fraction=args.dirichlet_fraction, pb_c_base=args.pb_c_base, qtransform=qtransform)
         train_options = dict(pb_c_init=args.pb_c_init, temperature=args.temperature, dirichlet_alpha=args.dirichlet_alpha)
         test_options = dict(
             pb_c_init=args.eval_pb_c_init, temperature=args.eval_temperature, dirichlet_alpha=args.eval_dirichlet_alpha

@@ -130,6 +130,8 @@ class Args:
     """Dirichlet noise concentration at the root in evaluation (muzero planner; thesis: 0.1)"""
     dirichlet_fraction: float = 0.25
     """weight of the Dirichlet noise in the root prior (muzero planner)"""
+    q_min_range: float = 1e-8
+    """least range the Q-values of a node are min-max normalised by (muzero planner; mctx: 1e-8; EfficientZero: 0.01)"""
     gumbel_scale: float = 1.0
     """scale of the Gumbel noise in training (gumbel planner; evaluation uses 0)"""
     max_num_considered_actions: int = 16
@@ -234,7 +236,7 @@ def validate_args(args: Args):
             "num_simulations eval_num_simulations max_num_considered_actions unroll_steps td_steps buffer_size "
             "batch_size target_update_interval eval_interval num_actor_threads num_processes learning_rate "
             "replay_ratio max_grad_norm temperature eval_temperature dirichlet_alpha eval_dirichlet_alpha log_interval "
-            "pb_c_base priority_epsilon distributed_timeout",
+            "pb_c_base priority_epsilon q_min_range distributed_timeout",
             lambda v: v > 0,
             "positive",
         ),
@@ -586,7 +588,10 @@ def planner_configs(args: Args) -> tuple[partial, partial]:
         test_options = dict(gumbel_scale=0.0)
     else:
         policy = mctx.muzero_policy
-        shared = dict(dirichlet_fraction=args.dirichlet_fraction, pb_c_base=args.pb_c_base)
+        # Q-values are min-max normalised over the node and its children: a range of 1e-4, noise on a near-flat early
+        # model, would become the whole [0, 1] but for the floor (EfficientZero's value_delta_max)
+        qtransform = partial(mctx.qtransform_by_parent_and_siblings, epsilon=args.q_min_range)
+        shared = dict(dirichlet_fraction=args.dirichlet_fraction, pb_c_base=args.pb_c_base, qtransform=qtransform)
         train_options = dict(pb_c_init=args.pb_c_init, temperature=args.temperature, dirichlet_alpha=args.dirichlet_alpha)
         test_options = dict(
             pb_c_init=args.eval_pb_c_init, temperature=args.eval_temperature, dirichlet_alpha=args.eval_dirichlet_alpha

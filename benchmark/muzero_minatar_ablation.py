@@ -92,6 +92,10 @@ LEVERS = {  # name: (the lever it is compared with, the defaults it starts from,
     "simulations_16": ("batch_64_strong_reward_focus", SCREEN_DEFAULTS, ["--num-simulations", "16"]),
     # the reward loss averaged over K = 5 like value and policy
     "reward_loss_mean": ("batch_64_strong_reward_focus", SCREEN_DEFAULTS, ["--reward-coef", "0.2"]),
+    # today's defaults, and the levers muzero_atari_multigpu.py's defaults took from the references
+    "defaults": (None, [], []),
+    # Q-values min-max normalised over a range of at least 0.01 (EfficientZero) instead of mctx's 1e-8
+    "q_min_range_0.01": ("defaults", [], ["--q-min-range", "0.01"]),
 }
 KEYS = ["lever", "env_id", "seed", "frames"]
 # last logged value of each, kept per run (with the min and final search-policy entropy): what the
@@ -245,7 +249,8 @@ def report(out: str):
         "",
         f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}. "
         f"`baseline` and the levers compared with it start from the defaults before the screen "
-        f"(`{' '.join(OLD_DEFAULTS)}`), the others from today's with `{' '.join(SCREEN_DEFAULTS)}`. "
+        f"(`{' '.join(OLD_DEFAULTS)}`), the others from today's with `{' '.join(SCREEN_DEFAULTS)}`, "
+        "`defaults` and its levers from the defaults of the commit that ran them. "
         "A lever is compared only with reference runs "
         "of the same machine line (CPU, library versions; the machine column shows the CPU family and model); – where "
         "the reference has no run on that line. Returns are means over the seeds listed; eval: the final evaluation "

@@ -4,8 +4,9 @@ change when the hidden state changes (64 random pairs of each, the default netwo
 
     python benchmark/muzero_move_share.py     # seconds
 
-Unscaled is the same network with the move rows of g's stem kernel multiplied by |A^a|. muzero_breakthrough.py
-reads the move unscaled; the MinAtar and Atari scripts divide it by |A^a| (Atari: its 6 x 6 board after the front).
+The other column is the same network with the move rows of g's stem kernel scaled by |A^a| or 1/|A^a|.
+muzero_breakthrough.py and muzero_atari_multigpu.py read the move unscaled (Atari: its 6 x 6 board after the
+front); the MinAtar scripts divide it by |A^a|.
 """
 
 import os
@@ -19,7 +20,7 @@ import muzero_atari_multigpu  # noqa: E402
 import muzero_breakthrough  # noqa: E402
 import muzero_minatar  # noqa: E402
 
-DIVIDING = (muzero_minatar, muzero_atari_multigpu)  # the scripts whose g reads the one-hot move divided by |A^a|
+DIVIDING = (muzero_minatar,)  # the scripts whose g reads the one-hot move divided by |A^a|
 
 
 def move_share(script, args, num_actions: int, board: int, divided: bool) -> float:

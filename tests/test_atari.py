@@ -11,12 +11,14 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import mctx
 import numpy as np
 import pytest
 
 import muzero_atari_multigpu as ma
 import muzero_tools as tools
 from test_runs import resume_to_the_end, run_together, scalars, stop
+from test_tools import load_benchmark
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 ENV2 = {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
@@ -129,10 +131,59 @@ def window(is_first, is_last, truncated, rewards, n=8, size=4):
 def test_pixels_enter_the_network_scaled_to_0_1():
     """The actors stack float frames of 0-255, the learner uint8 windows: both reach h in [0, 1]."""
     planes = ma.stack_history(jnp.full((2, 4, 6, 6, 1), 255.0), jnp.zeros((2, 4), jnp.int32), 5)
-    np.testing.assert_allclose(planes[..., :4], 1.0)  # the 4 frame planes; the action planes follow
+    np.testing.assert_allclose(planes[..., :4], 1.0)  # the 4 frame planes; the action planes follow, not divided
+    np.testing.assert_array_equal(planes[..., 4:], np.broadcast_to(np.tile([1.0, 0, 0, 0, 0], 4), (2, 6, 6, 20)))
     t = ma.compute_targets(window([1] + [0] * 7, [0] * 8, [0] * 8, [0] * 8), 2, 2, 3, 0.5)
     np.testing.assert_allclose(t.stacked[..., :2], 1.0)
     assert float(t.stacked.max()) == 1.0
+
+
+def test_g_reads_the_move_as_an_undivided_one_hot():
+    """g's stem: planes @ kernel + one-hot(a) @ the move rows: changing the move moves g's input by whole rows."""
+    stem = ma.ActionStem(4, num_actions=5)
+    planes = jnp.zeros((2, 3, 3, 2))
+    params = stem.init(jax.random.PRNGKey(0), planes, jnp.zeros((2, 1), jnp.int32))
+    out = stem.apply(params, planes, jnp.array([[1], [3]]))
+    kernel = params["params"]["kernel"][0, 0]
+    np.testing.assert_allclose(out[1, 0, 0] - out[0, 0, 0], kernel[2 + 3] - kernel[2 + 1], atol=1e-6)
+
+
+@pytest.mark.parametrize("q_min_range, favoured", [(0.01, 1), (1e-8, 2)])
+def test_a_q_difference_of_1e_4_decides_the_search_only_without_the_range_floor(q_min_range, favoured):
+    """A model whose only difference is a reward of 1e-4 for action 2 at the root: min-max normalisation over a range
+    of 1e-4 makes it the whole [0, 1] and the search follows it; with a floor of 0.01 the visits follow the prior."""
+    args = small_args(q_min_range=q_min_range, dirichlet_fraction=0.0, num_simulations=32)
+    search = ma.planner_configs(args)[0]
+    root = mctx.RootFnOutput(prior_logits=jnp.array([[-1e9, 2.0, 0.0]]), value=jnp.zeros(1), embedding=jnp.zeros(1))
+
+    def recurrent_fn(params, rng, action, depth):  # the embedding: the node's depth
+        reward = 1e-4 * ((action == 2) & (depth == 0))
+        output = mctx.RecurrentFnOutput(
+            reward=reward, discount=jnp.ones(1), prior_logits=jnp.zeros((1, 3)), value=jnp.zeros(1)
+        )
+        return output, depth + 1
+
+    visits = search((), jax.random.PRNGKey(0), root, recurrent_fn).search_tree.summary().visit_counts[0]
+    assert int(jnp.argmax(visits)) == favoured and visits[favoured] > 2 * visits[3 - favoured]
+
+
+def test_values_of_large_reward_games_fit_the_default_support():
+    """phi^-1(300) = 58,700 (MuZero's support): a value of 20,000 survives the categorical round trip; at 30, 905."""
+
+    def round_trip(x, size):
+        return float(ma.categorical_to_scalar(ma.scalar_to_categorical(jnp.float32(x), size), size))
+
+    assert ma.Args().support_size == 300
+    assert np.isclose(round_trip(20_000.0, 300), 20_000.0, rtol=1e-4)
+    assert np.isclose(round_trip(20_000.0, 30), float(ma.phi_inverse(jnp.float32(30))), rtol=1e-4)
+    assert 58_000 < float(ma.phi_inverse(jnp.float32(300))) < 59_000
+
+
+def test_value_range_returns_run_to_each_episodes_end():
+    returns_to_go = load_benchmark("muzero_atari_value_range").returns_to_go
+    rewards = np.array([[0.0], [1.0], [2.0], [0.0], [4.0]])  # rewards[t]: of the step into t
+    is_last = np.array([[False], [False], [True], [False], [False]])
+    np.testing.assert_allclose(returns_to_go(rewards, is_last, 0.5).ravel(), [1 + 0.5 * 2, 2, 0, 4, 0])
 
 
 @pytest.mark.parametrize("cut", [True, False])
