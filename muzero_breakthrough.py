@@ -136,11 +136,11 @@ class Args:
     """scale of the Gumbel noise in training (gumbel planner; evaluation uses 0)"""
     max_num_considered_actions: int = 16
     """actions considered by Sequential Halving at the root (gumbel planner)"""
+    gumbel_rescale_q: bool = False
+    """min-max rescale the completed Q-values over a node's actions (gumbel planner; mctx's default: on)"""
     random_move_prob: float = 0.1
     """probability that a self-play ply plays a uniformly random legal move instead of the search's (evaluation: 0)"""
 
-    gumbel_rescale_q: bool = False
-    """min-max rescale the completed Q-values over a node's actions (gumbel planner; mctx's default: on)"""
     # Targets and replay (4.3.7, 4.3.14)
     unroll_steps: int = 5
     """K: steps the dynamics function is unrolled in training (thesis: 5)"""
