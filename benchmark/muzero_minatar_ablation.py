@@ -5,8 +5,8 @@
     python benchmark/muzero_minatar_ablation.py report
 
 `run` trains every lever x game x seed (`python muzero_minatar.py --exp-name ablation-{lever}` plus the
-defaults the lever starts from and its flags, one evaluation of --eval-episodes at the end), --jobs runs at a
-time. What a run learns
+defaults the lever starts from and its flags, one evaluation of --eval-episodes at the end; a lever without a flag
+runs a copy of the script with its SOURCE_CHANGES made), --jobs runs at a time. What a run learns
 depends only on its flags and seed (the actor acts with parameters exactly one version behind), so
 running two at a time changes wall times, not results; the wall time column says how many shared the
 machine. Each finished run adds a row to `{out}/ablation.csv` (a rerun of the same lever, game, seed and
@@ -96,11 +96,37 @@ LEVERS = {  # name: (the lever it is compared with, the defaults it starts from,
     "defaults": (None, [], []),
     # Q-values min-max normalised over a range of at least 0.01 (EfficientZero) instead of mctx's 1e-8
     "q_min_range_0.01": ("defaults", [], ["--q-min-range", "0.01"]),
+    # the one-hot move fed to h and g undivided (SOURCE_CHANGES), as MuZero and the Atari and Breakthrough scripts do
+    "undivided_move": ("defaults", [], []),
+}
+# Levers without a flag: the run uses a copy of muzero_minatar.py, written to runs/ablation-{lever}/, with each old
+# text (found exactly once) replaced by the new one
+SOURCE_CHANGES = {
+    "undivided_move": {
+        # ActionStem: the thesis (4.3.4) divides the action planes by |A^a|
+        ".reshape(-1, L * self.num_actions) / self.num_actions": ".reshape(-1, L * self.num_actions)",
+    },
 }
 KEYS = ["lever", "env_id", "seed", "frames"]
 # last logged value of each, kept per run (with the min and final search-policy entropy): what the
 # diagnosis of the Asterix stall looked at (rewards never predicted, search policy collapsing)
 DIAGNOSTICS = ["losses/reward_error_rewarding", "losses/reward_error_other", "losses/rewarding_share", "losses/value_error"]
+
+
+def lever_script(lever: str, runs_dir: str) -> str:
+    """The script a lever runs: muzero_minatar.py, or the copy with the lever's SOURCE_CHANGES made (in runs_dir)."""
+    if lever not in SOURCE_CHANGES:
+        return "muzero_minatar.py"
+    source = open(os.path.join(REPO, "muzero_minatar.py")).read()
+    for old, new in SOURCE_CHANGES[lever].items():
+        if source.count(old) != 1:
+            raise ValueError(f"{lever}: {old!r} occurs {source.count(old)} times in muzero_minatar.py, not once")
+        source = source.replace(old, new)
+    path = os.path.join(runs_dir, f"ablation-{lever}", "muzero_minatar.py")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(source)
+    return path
 
 
 def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episodes: int, out: str, jobs: int, commit: str):
@@ -111,7 +137,7 @@ def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episo
         done = subprocess.run(
             [
                 sys.executable,
-                "muzero_minatar.py",
+                lever_script(lever, os.path.join(REPO, "runs")),
                 "--env-id",
                 env_id,
                 "--seed",
@@ -165,7 +191,7 @@ def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episo
         "policy_entropy_final": entropy[-1],
         **last,
         "parallel_jobs": jobs,
-        "flags": " ".join(LEVERS[lever][2]),
+        "flags": " ".join([*LEVERS[lever][2], *(f"{old!r} -> {new!r}" for old, new in SOURCE_CHANGES.get(lever, {}).items())]),
         "commit": commit,
         "machine": machine_line(),
         "run_name": os.path.basename(run_dir),

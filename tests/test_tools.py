@@ -577,6 +577,29 @@ def test_ablation_report_pairs_a_lever_only_with_reference_runs_of_its_machine_l
     ]  # the reference's seed 1 only
 
 
+def test_ablation_undivided_move_runs_the_script_with_the_move_undivided(tmp_path):
+    """The lever's copy of muzero_minatar.py differs in one line, ActionStem's, where the move's part of the output
+    becomes |A^a| times the script's (the thesis divides the one-hot by |A^a|, MuZero does not)."""
+    import difflib
+
+    import muzero_minatar
+
+    ablation = load_benchmark("muzero_minatar_ablation")
+    path = ablation.lever_script("undivided_move", str(tmp_path))
+    with open(muzero_minatar.__file__) as original, open(path) as copy:
+        changed = [line for line in difflib.unified_diff(original.readlines(), copy.readlines(), n=0) if line[:1] in "+-"]
+    assert len(changed) == 4  # the two file headers, one line out, one in
+    spec = importlib.util.spec_from_file_location("muzero_minatar_undivided", path)
+    undivided = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(undivided)
+    planes = jnp.zeros((2, 3, 3, 4))  # no board input: the output is the move's part (the bias starts at 0)
+    actions = jnp.array([[1, 5], [3, 0]])  # (B, L) of |A^a| = 6
+    params = muzero_minatar.ActionStem(8, 6).init(jax.random.PRNGKey(0), planes, actions)
+    divided = muzero_minatar.ActionStem(8, 6).apply(params, planes, actions)
+    np.testing.assert_allclose(undivided.ActionStem(8, 6).apply(params, planes, actions), 6 * divided, rtol=1e-5)
+    assert float(jnp.abs(divided).min()) > 0
+
+
 def test_cpu_lines_appends_one_row_per_script_and_draws_every_row(tmp_path):
     import pandas as pd
 
