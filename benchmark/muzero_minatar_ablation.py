@@ -175,6 +175,8 @@ def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episo
     events.Reload()
     evals = events.Scalars("charts/eval_episodic_return")
     train = [e.value for e in events.Scalars("charts/episodic_return") if e.step > 0.7 * evals[-1].step]
+    # the benchmark's measure (muzero_tools collect: runs.csv's final_train_return_last_50k), to set a lever beside it
+    train_50k = [e.value for e in events.Scalars("charts/episodic_return") if e.step > evals[-1].step - 50_000]
     entropy = [e.value for e in events.Scalars("charts/policy_entropy")]
     last = {k: events.Scalars(k)[-1].value for k in DIAGNOSTICS}
     row = {
@@ -185,6 +187,7 @@ def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episo
         "eval_return": evals[-1].value,
         "eval_episodes": eval_episodes,
         "train_return_last_30pct": sum(train) / len(train) if train else float("nan"),
+        "train_return_last_50k": sum(train_50k) / len(train_50k) if train_50k else float("nan"),
         "updates": events.Scalars("charts/num_updates")[-1].value,
         "wall_time_min": round(wall / 60, 1),
         "policy_entropy_min": min(entropy),
