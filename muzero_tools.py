@@ -1219,7 +1219,7 @@ def run_report(cfg: Report):
         f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}.",
         "The final evaluation is the mean return of "
         + " or ".join(map(str, sorted(runs.get("eval_episodes", pd.Series([8])).fillna(8).astype(int).unique())))
-        + " episodes (`--eval-episodes`; 8 before it became 32) with the evaluation planner; ± is the "
+        + " episodes (`--eval-episodes`) with the evaluation planner; ± is the "
         "standard deviation over seeds (population, ddof=0). CPU steal: share of the machine's CPU "
         "time that the virtual machine's host gave to others during the run (from /proc/stat), the "
         "reason wall times vary.",
