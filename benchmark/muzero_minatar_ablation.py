@@ -174,9 +174,10 @@ def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episo
     events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
     events.Reload()
     evals = events.Scalars("charts/eval_episodic_return")
-    train = [e.value for e in events.Scalars("charts/episodic_return") if e.step > 0.7 * evals[-1].step]
+    episodes = events.Scalars("charts/episodic_return")
+    train = [e.value for e in episodes if e.step > 0.7 * evals[-1].step]
     # the benchmark's measure (muzero_tools collect: runs.csv's final_train_return_last_50k), to set a lever beside it
-    train_50k = [e.value for e in events.Scalars("charts/episodic_return") if e.step > evals[-1].step - 50_000]
+    train_50k = [e.value for e in episodes if e.step > evals[-1].step - 50_000]
     entropy = [e.value for e in events.Scalars("charts/policy_entropy")]
     last = {k: events.Scalars(k)[-1].value for k in DIAGNOSTICS}
     row = {
@@ -194,7 +195,9 @@ def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episo
         "policy_entropy_final": entropy[-1],
         **last,
         "parallel_jobs": jobs,
-        "flags": " ".join([*LEVERS[lever][2], *(f"{old!r} -> {new!r}" for old, new in SOURCE_CHANGES.get(lever, {}).items())]),
+        "flags": " ".join(
+            [*LEVERS[lever][2], *(f"{old!r} -> {new!r}" for old, new in SOURCE_CHANGES.get(lever, {}).items())]
+        ),
         "commit": commit,
         "machine": machine_line(),
         "run_name": os.path.basename(run_dir),

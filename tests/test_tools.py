@@ -587,7 +587,8 @@ def test_ablation_undivided_move_runs_the_script_with_the_move_undivided(tmp_pat
     ablation = load_benchmark("muzero_minatar_ablation")
     path = ablation.lever_script("undivided_move", str(tmp_path))
     with open(muzero_minatar.__file__) as original, open(path) as copy:
-        changed = [line for line in difflib.unified_diff(original.readlines(), copy.readlines(), n=0) if line[:1] in "+-"]
+        diff = difflib.unified_diff(original.readlines(), copy.readlines(), n=0)
+        changed = [line for line in diff if line[:1] in "+-"]
     assert len(changed) == 4  # the two file headers, one line out, one in
     spec = importlib.util.spec_from_file_location("muzero_minatar_undivided", path)
     undivided = importlib.util.module_from_spec(spec)
