@@ -180,6 +180,7 @@ def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episo
     train_50k = [e.value for e in episodes if e.step > evals[-1].step - 50_000]
     entropy = [e.value for e in events.Scalars("charts/policy_entropy")]
     last = {k: events.Scalars(k)[-1].value for k in DIAGNOSTICS}
+    source_changes = [f"{old!r} -> {new!r}" for old, new in SOURCE_CHANGES.get(lever, {}).items()]
     row = {
         "lever": lever,
         "env_id": env_id,
@@ -195,9 +196,7 @@ def run_one(lever: str, env_id: str, seed: int, total_timesteps: int, eval_episo
         "policy_entropy_final": entropy[-1],
         **last,
         "parallel_jobs": jobs,
-        "flags": " ".join(
-            [*LEVERS[lever][2], *(f"{old!r} -> {new!r}" for old, new in SOURCE_CHANGES.get(lever, {}).items())]
-        ),
+        "flags": " ".join([*LEVERS[lever][2], *source_changes]),
         "commit": commit,
         "machine": machine_line(),
         "run_name": os.path.basename(run_dir),
