@@ -6,7 +6,7 @@ tool, each with --help:
     python muzero_tools.py ladder --run-dir runs/breakthrough__muzero_breakthrough__1__1795427132
 
 ladder: a round-robin tournament among a Breakthrough run's checkpoint models (`models/step_*.muzero_model`)
-    and two anchors (a uniformly random player and OpenSpiel's MCTSBot), rated by a Bradley-Terry maximum-
+    and anchors (a uniformly random player and OpenSpiel's MCTSBots), rated by a Bradley-Terry maximum-
     likelihood fit with confidence intervals (the Minigo paper's evaluation; thesis Fig. 5.8 plots Elo against
     training step). Writes `{out}/games.csv` (every pair's wins), `{out}/ratings.csv` and `{out}/ladder.png`.
 episode: one evaluation episode (or Breakthrough game) of a saved model as a GIF, each frame annotated with the
@@ -171,14 +171,16 @@ class OpeningMoves:
 
 @dataclass
 class Ladder:
-    """Round-robin tournament among a Breakthrough run's checkpoints and two anchors, rated by Bradley-Terry."""
+    """Round-robin tournament among a Breakthrough run's checkpoints and fixed anchors (a uniformly random player and
+    MCTSBots), rated by Bradley-Terry. Each pair's result is written to games.csv as it ends: a tournament stopped
+    part way continues from there when run again with the same flags and --out."""
 
     run_dir: str
     """a muzero_breakthrough.py run directory (runs/{run_name}) whose models/ holds checkpoint models"""
     games_per_pair: int = 20
     """games each pair plays, half with each colour (even)"""
-    mcts_simulations: int = 100
-    """simulations of the MCTSBot anchor (random rollouts, as the script's evaluation)"""
+    mcts_simulations: tuple[int, ...] = (100,)
+    """simulations of each MCTSBot anchor (random rollouts, as the script's evaluation), e.g. 100 1000 10000"""
     opening_plies: int = 2
     """plies at the start of every game played at random (the same for both colours of a pair of games): the
     games of a match differ although neither player explores (thesis 5.7 does not say how its games varied)"""
@@ -193,14 +195,42 @@ class Ladder:
     """where games.csv, ratings.csv and ladder.png go (default: {run_dir}/ladder)"""
 
 
+def ladder_flags(cfg: Ladder) -> dict:
+    """The flags that decide a ladder's games (its players are the run's checkpoints and the anchors)."""
+    flags = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("out", "prior_games")}
+    return {**flags, "mcts_simulations": list(cfg.mcts_simulations)}
+
+
+def read_played_pairs(out: str, cfg: Ladder) -> dict:
+    """{(player, opponent): (wins, losses)} of a ladder of the same run in `out` that was stopped part way; {} if
+    there is none (a ladder of another run there is replaced). The same run's ladder of other flags is refused:
+    its games would not be this ladder's."""
+    flags_path = os.path.join(out, "ladder.json")
+    if not os.path.exists(os.path.join(out, "games.csv")) or not os.path.exists(flags_path):
+        return {}
+    with open(flags_path) as f:
+        before = json.load(f)
+    if before.get("run_dir") != cfg.run_dir:
+        return {}
+    changed = [k for k, v in ladder_flags(cfg).items() if before.get(k) != v]
+    if changed:
+        flags = ", ".join(f"--{k.replace('_', '-')} {before.get(k)}" for k in changed)
+        fail(f"{out} holds a ladder of this run with other flags ({flags}): give those flags to continue it, or another --out")
+    games = read_table(os.path.join(out, "games.csv"))
+    return {(g.player, g.opponent): (g.wins, g.losses) for g in games.itertuples()}
+
+
 def run_ladder(cfg: Ladder):
     import muzero_breakthrough as bt
 
     require("statsmodels.api", "tools")  # the fit after the games
 
-    for name in ["games_per_pair", "mcts_simulations", "every"]:
+    for name in ["games_per_pair", "every"]:
         if getattr(cfg, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive (got {getattr(cfg, name)})")
+    simulations = cfg.mcts_simulations
+    if not simulations or min(simulations) <= 0 or len(set(simulations)) < len(simulations):
+        fail(f"--mcts-simulations must be distinct positive numbers (got {' '.join(map(str, simulations))})")
     if cfg.games_per_pair % 2:
         fail(f"--games-per-pair must be even (got {cfg.games_per_pair}): half the games with each colour")
     if cfg.opening_plies < 0:
@@ -212,18 +242,22 @@ def run_ladder(cfg: Ladder):
             "--checkpoint-interval; every checkpoint saves one)"
         )
     out = cfg.out or os.path.join(cfg.run_dir, "ladder")
+    played = read_played_pairs(out, cfg)  # before anything is written: a mismatch stops the run with out untouched
     os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "ladder.json"), "w") as f:
+        json.dump(ladder_flags(cfg), f, indent=1)
     loaded = [load_model(path, "--run-dir")[1:] for _, path in models]
     args, net, _ = loaded[0]  # the checkpoints of one run share their flags and network
     act_fn = bt.make_act_fn(net, bt.planner_configs(args)[1], args.gamma)  # one compiled search for all
     game = bt.BreakthroughVecEnv(args.board_size, 1)
-    names = ["random", f"mcts{cfg.mcts_simulations}"] + [f"step_{step}" for step, _ in models]
-    steps = [np.nan, np.nan] + [step for step, _ in models]
-    params = [None, None] + [p for _, _, p in loaded]
+    anchors = (0, *cfg.mcts_simulations)  # MCTSBot simulations; 0: the random player
+    names = ["random", *(f"mcts{n}" for n in cfg.mcts_simulations)] + [f"step_{step}" for step, _ in models]
+    steps = [np.nan] * len(anchors) + [step for step, _ in models]
+    params = [None] * len(anchors) + [p for _, _, p in loaded]
 
     def player(i, pair_seed):
-        if i < 2:
-            return bt.BotPlayer(game.game, (0, cfg.mcts_simulations)[i], pair_seed)
+        if i < len(anchors):
+            return bt.BotPlayer(game.game, anchors[i], pair_seed)
         return bt.SearchPlayer(act_fn, params[i], cfg.games_per_pair, args.history_length, game.obs_shape, pair_seed)
 
     n = len(names)
@@ -231,15 +265,18 @@ def run_ladder(cfg: Ladder):
     rows = []
     for i in range(n):
         for j in range(i + 1, n):
-            pair = [
-                OpeningMoves(player(k, (cfg.seed, i, j, side)), cfg.opening_plies, (cfg.seed, i, j))
-                for side, k in enumerate((i, j))
-            ]
-            scores, _, _ = bt.play_games(tuple(pair), args.board_size, cfg.games_per_pair)
-            wins[i, j], wins[j, i] = scores.sum(), cfg.games_per_pair - scores.sum()
+            if (names[i], names[j]) in played:
+                wins[i, j], wins[j, i] = played[names[i], names[j]]
+            else:
+                pair = [
+                    OpeningMoves(player(k, (cfg.seed, i, j, side)), cfg.opening_plies, (cfg.seed, i, j))
+                    for side, k in enumerate((i, j))
+                ]
+                scores, _, _ = bt.play_games(tuple(pair), args.board_size, cfg.games_per_pair)
+                wins[i, j], wins[j, i] = scores.sum(), cfg.games_per_pair - scores.sum()
             rows.append({"player": names[i], "opponent": names[j], "wins": wins[i, j], "losses": wins[j, i]})
+            pd.DataFrame(rows).to_csv(os.path.join(out, "games.csv"), index=False)  # kept if a later pair is stopped
             print(f"{names[i]} - {names[j]}: {wins[i, j]:g} - {wins[j, i]:g}", flush=True)
-    pd.DataFrame(rows).to_csv(os.path.join(out, "games.csv"), index=False)
     elo, low, high = bradley_terry(wins, anchor=0, prior_games=cfg.prior_games)
     ratings = pd.DataFrame(
         {"player": names, "step": steps, "elo": elo, "low": low, "high": high, "games": wins.sum(1) + wins.sum(0)}
@@ -291,6 +328,7 @@ def run_match(cfg: Match):
     opponent = "random" if cfg.opponent == "random" else f"mcts-{cfg.mcts_simulations}"
     row = {
         "seed": args.seed,
+        "board_size": args.board_size,
         "opponent": opponent,
         "games": cfg.games,
         "win_rate": scores.mean(),
@@ -328,7 +366,7 @@ def plot_ladder(ratings, path: str, title: str):
         capsize=3,
         label="checkpoints (95% interval)",
     )
-    for (_, anchor), style in zip(ratings[ratings.step.isna()].iterrows(), (":", "--")):
+    for (_, anchor), style in zip(ratings[ratings.step.isna()].iterrows(), (":", "--", "-.", (0, (1, 4)), (0, (5, 8)))):
         ax.axhline(anchor.elo, color="grey", linestyle=style, label=anchor.player)
     ax.set(xlabel="training step (plies)", ylabel="Elo (random = 0)")
     ax.set_title(f"Elo ladder of {title}", fontsize="small")

@@ -1,41 +1,73 @@
 #!/usr/bin/env bash
-# Learning benchmark of muzero_breakthrough.py at its default (docs) configuration: self-play on
-# Breakthrough 5x5, evaluated against a uniform-random player and OpenSpiel's MCTSBot. Runs every seed
-# one after another (each run uses both cores of a 2-core CPU), collects each run's win-rate curves into
-# docs/benchmark/muzero_breakthrough/, plays its final model's 200-game matches against random and
-# MCTSBot-100 (matches.csv), and the Elo ladder of the first seed's checkpoints (ladder/seed{seed}/), then
-# redraws the figure and table the docs show.
+# Learning benchmark of muzero_breakthrough.py: self-play on Breakthrough, evaluated against a uniform-random
+# player and OpenSpiel's MCTSBot. Runs every seed one after another (each run uses both cores of a 2-core CPU),
+# collects each run's win-rate curves into $OUT, plays its final model's matches (matches.csv), the Elo ladder
+# of the first seed's checkpoints ($OUT/ladder/seed{seed}/), then redraws the figure and table the docs show.
 #
-#   bash benchmark/muzero_breakthrough.sh                 # seeds 1 2
+#   bash benchmark/muzero_breakthrough.sh                 # 5x5 (the docs' defaults), seeds 1 2
 #   SEEDS="3" bash benchmark/muzero_breakthrough.sh --track
+#   BOARD_SIZE=8 bash benchmark/muzero_breakthrough.sh    # the full board, into $OUT/board_8
+#   MATCHES="mcts-1000:200 mcts-10000:50" LADDER="" bash benchmark/muzero_breakthrough.sh   # stronger opponents
 #
-# Extra arguments are passed to every run. Each run keeps its checkpoints' parameters in
-# runs/{run_name}/models/ (the material of a tournament among them).
+# Extra arguments are passed to every run. BOARD_SIZE (default 5) sets --board-size; another board than 5 runs
+# with --exp-name muzero_breakthrough_{n}x{n} and its results go to $OUT/board_{n}. MATCHES lists the final
+# model's matches as opponent:games (opponent random or mcts-{simulations}); LADDER the MCTSBot anchors of the
+# ladder (empty: no ladder). Each run keeps a checkpoint every --checkpoint-interval plies (50k) with its
+# parameters in runs/{run_name}/models/. Runs longer than a sitting: with RESUME=1 a run of the same seed and
+# --exp-name that has a checkpoint and no finished.json (stopped, e.g. at the end of a session) is continued with
+# --resume, and its wall time is its time running (collect leaves out the pauses between its pieces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SEEDS=${SEEDS:-"1 2"}
+BOARD_SIZE=${BOARD_SIZE:-5}
+MATCHES=${MATCHES:-"random:200 mcts-100:200"}
+LADDER=${LADDER-"100"}
+exp_name=muzero_breakthrough
 OUT=${OUT:-docs/benchmark/muzero_breakthrough}
+board=(--board-size "$BOARD_SIZE")
+if [ "$BOARD_SIZE" != 5 ]; then
+  exp_name=muzero_breakthrough_${BOARD_SIZE}x${BOARD_SIZE}
+  board+=(--exp-name "$exp_name")
+  OUT=$OUT/board_$BOARD_SIZE
+fi
 mkdir -p "$OUT/logs"
 cpu_ticks() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 for seed in $SEEDS; do
   log="$OUT/logs/breakthrough__seed${seed}.log"
-  echo "== breakthrough seed $seed (log: $log)"
+  echo "== breakthrough ${BOARD_SIZE}x${BOARD_SIZE} seed $seed (log: $log)"
   commit=$(python muzero_tools.py commit --out "$OUT")
   start=$(date +%s)
   read -r steal0 total0 < <(cpu_ticks)
-  python muzero_breakthrough.py --seed "$seed" --save-model "$@" 2>&1 | tee "$log"
-  wall=$(( $(date +%s) - start ))
+  unfinished=""
+  if [ -n "${RESUME:-}" ]; then
+    for d in runs/"breakthrough__${exp_name}__${seed}__"*; do
+      if [ -f "$d/checkpoint.pkl" ] && [ ! -f "$d/finished.json" ]; then unfinished=$d; fi
+    done
+  fi
+  command=(python muzero_breakthrough.py --seed "$seed" --save-model "${board[@]}" "$@")
+  wall_time=()
+  if [ -n "$unfinished" ]; then  # the same flags: --resume refuses others
+    "${command[@]}" --resume "$unfinished" 2>&1 | tee -a "$log"  # (the log keeps every piece)
+  else
+    "${command[@]}" 2>&1 | tee "$log"
+    wall_time=(--wall-time $(( $(date +%s) - start )))  # one piece: its wall time (else collect sums the pieces)
+  fi
   read -r steal1 total1 < <(cpu_ticks)
   steal=$(awk -v s=$((steal1 - steal0)) -v t=$((total1 - total0)) 'BEGIN {printf "%.3f", s / t}')
   run_dir=$(sed -n 's/^run: \(runs\/[^ ]*\).*/\1/p' "$log" | head -n 1)
-  python muzero_tools.py collect --run-dir "$run_dir" --wall-time "$wall" --commit "$commit" \
+  python muzero_tools.py collect --run-dir "$run_dir" "${wall_time[@]}" --commit "$commit" \
     --cpu-steal "$steal" --out "$OUT"
-  for opponent in random mcts; do
-    python muzero_tools.py match --model "$(ls "$run_dir"/*.muzero_model)" --opponent "$opponent" --games 200 \
-      --commit "$commit" --out "$OUT"
+  for match in $MATCHES; do  # opponent:games
+    opponent=${match%%:*}
+    simulations=()
+    if [ "$opponent" != random ]; then simulations=(--mcts-simulations "${opponent#mcts-}"); fi
+    python muzero_tools.py match --model "$(ls "$run_dir"/*.muzero_model)" --opponent "${opponent%%-*}" \
+      "${simulations[@]}" --games "${match#*:}" --commit "$commit" --out "$OUT"
   done
-  if [ "$seed" = "${SEEDS%% *}" ]; then  # the first seed's checkpoints
-    python muzero_tools.py ladder --run-dir "$run_dir" --every 2 --games-per-pair 40 --out "$OUT/ladder/seed$seed"
+  if [ -n "$LADDER" ] && [ "$seed" = "${SEEDS%% *}" ]; then  # the first seed's checkpoints
+    # shellcheck disable=SC2086  # LADDER is a list of numbers
+    python muzero_tools.py ladder --run-dir "$run_dir" --every 2 --games-per-pair 40 --mcts-simulations $LADDER \
+      --out "$OUT/ladder/seed$seed"
   fi
 done
 python muzero_tools.py report --out "$OUT"

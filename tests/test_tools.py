@@ -61,7 +61,9 @@ def test_virtual_games_keep_an_unbeaten_player_finite_and_first():
     assert plain[2] > elo[2] + 300
 
 
-def test_ladder_plays_every_pair_both_colours_and_rates_the_mcts_anchor_above_random(tmp_path):
+def test_ladder_plays_every_pair_both_colours_rates_the_mcts_anchor_above_random_and_continues_where_it_stopped(
+    tmp_path, monkeypatch
+):
     import jax
 
     import muzero_breakthrough as bt
@@ -72,20 +74,34 @@ def test_ladder_plays_every_pair_both_colours_and_rates_the_mcts_anchor_above_ra
     for step in (100, 200):  # two untrained "checkpoints" of a run
         params = bt.init_params(net, args, jax.random.PRNGKey(step))
         bt.save_model(str(tmp_path / "run" / "models" / f"step_{step}.muzero_model"), args, params)
-    cfg = tools.Ladder(run_dir=str(tmp_path / "run"), games_per_pair=10, mcts_simulations=50)
+    cfg = tools.Ladder(run_dir=str(tmp_path / "run"), games_per_pair=10, mcts_simulations=(50, 10))
     ratings = tools.run_ladder(cfg)
-    games = pd.read_csv(tmp_path / "run" / "ladder" / "games.csv")
-    assert len(games) == 6 and ((games.wins + games.losses) == 10).all()  # 4 players: every pair once
-    assert ratings.player.tolist() == ["random", "mcts50", "step_100", "step_200"]
-    assert ratings.step.tolist()[2:] == [100, 200] and (ratings.games == 30).all()
+    out = tmp_path / "run" / "ladder"
+    games = pd.read_csv(out / "games.csv")
+    assert len(games) == 10 and ((games.wins + games.losses) == 10).all()  # 5 players: every pair once
+    assert ratings.player.tolist() == ["random", "mcts50", "mcts10", "step_100", "step_200"]
+    assert ratings.step.tolist()[3:] == [100, 200] and (ratings.games == 40).all()
     elo = dict(zip(ratings.player, ratings.elo))
     assert elo["random"] == 0 and elo["mcts50"] > 200 and ratings.low[1] > 0  # MCTS-50 beats random players
-    mcts = games[games.player == "mcts50"]
+    mcts = games[(games.player == "mcts50") & games.opponent.str.startswith("step_")]
     assert (mcts.wins > 5).all(), mcts  # it beats the untrained searchers too (7-8 of 10 with random openings)
-    assert (tmp_path / "run" / "ladder" / "ladder.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "ladder.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # fixed by the seed
     again = tools.run_ladder(tools.Ladder(**{**vars(cfg), "out": str(tmp_path / "again")}))
     pd.testing.assert_frame_equal(again, ratings)
+    # stopped after its first 7 pairs, run again: the last 3 pairs are played, and the ratings are the same
+    games.head(7).to_csv(out / "games.csv", index=False)
+    played = []
+    real_play_games = bt.play_games
+    monkeypatch.setattr(bt, "play_games", lambda *a: played.append(a) or real_play_games(*a))
+    pd.testing.assert_frame_equal(tools.run_ladder(cfg), ratings)
+    assert len(played) == 3
+    # a ladder of other flags in that folder is refused, and nothing there changes
+    before = {f: (out / f).read_bytes() for f in ("games.csv", "ratings.csv", "ladder.json")}
+    with pytest.raises(tools.BadInput, match="--games-per-pair 10"):
+        tools.run_ladder(tools.Ladder(**{**vars(cfg), "games_per_pair": 20}))
+    assert before == {f: (out / f).read_bytes() for f in before}
+    assert tools.read_played_pairs(str(out), tools.Ladder(**{**vars(cfg), "run_dir": "runs/another"})) == {}  # replaced
 
 
 def test_match_plays_the_scripts_evaluation_and_keeps_one_row_per_model_and_opponent(tmp_path, capsys):
@@ -107,7 +123,7 @@ def test_match_plays_the_scripts_evaluation_and_keeps_one_row_per_model_and_oppo
     scores, colour, _ = bt.evaluate_policy(act_fn, params, evaluation, "mcts", 10, (3,))
     assert row["win_rate"] == scores.mean() < 0.5  # MCTS-50 beats an untrained searcher
     assert (row["as_black"], row["as_white"]) == (scores[colour == 0].mean(), scores[colour == 1].mean())
-    assert (row["opponent"], row["games"], row["plies"], row["seed"]) == ("mcts-50", 10, 300, args.seed)
+    assert (row["opponent"], row["games"], row["plies"], row["seed"], row["board_size"]) == ("mcts-50", 10, 300, args.seed, 5)
     tools.run_match(cfg)  # again: the row is replaced, and fixed by the seed
     tools.run_match(dataclasses.replace(cfg, opponent="random"))
     matches = pd.read_csv(tmp_path / "matches.csv")
@@ -147,6 +163,8 @@ def test_opening_moves_are_random_legal_and_shared_by_the_two_colours_of_a_pair(
         (dict(games_per_pair=3), "--games-per-pair"),
         (dict(every=0), "--every"),
         (dict(opening_plies=-1), "--opening-plies"),
+        (dict(mcts_simulations=(100, 100)), "--mcts-simulations"),
+        (dict(mcts_simulations=()), "--mcts-simulations"),
         (dict(), "--run-dir"),  # a directory without checkpoint models
     ],
 )
