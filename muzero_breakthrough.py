@@ -156,6 +156,8 @@ class Args:
     """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank)"""
     priority_epsilon: float = 0.01
     """added to the priorities so that no position has probability zero (proportional sampling)"""
+    explored_priority: Literal["zero", "mean"] = "zero"
+    """priority of a position whose move was random (G^N = v* there): `zero`, or the `mean` of the others stored with it"""
     importance_exponent: float = 0.0
     """beta: samples weigh (1 / (N P(i)))^beta over the sample's largest (MuZero: 1, undoing the bias; here 0 keeps it)"""
     learning_starts: int = 2_000
@@ -862,7 +864,12 @@ def add_with_priorities(replay: Replay, segments: dict, priority_fn):
     S = replay.S
     fields = {k: segments[k] for k in PRIORITY_FIELDS}
     windows = gather_windows(fields, *np.divmod(np.arange(n * S), S), replay.window)  # (segment, position) pairs
-    replay.add(segments, np.asarray(priority_fn(windows)).reshape(n, S))
+    priorities = np.asarray(priority_fn(windows)).reshape(n, S)
+    explored = segments["explored"][:, replay.L : replay.L + S]  # at the trainable positions c
+    others = segments["valid"][:, replay.L : replay.L + S] & ~explored
+    if replay.args.explored_priority == "mean" and others.any():
+        priorities = np.where(explored, priorities[others].mean(), priorities)
+    replay.add(segments, priorities)
 
 
 def sample_batch(replays: list, batch_size: int):
