@@ -4,7 +4,9 @@
 
 Builds the site (mkdocs build --strict), serves it on localhost, measures every page's height in headless
 Chromium (Debian's `chromium` package) and saves the first three screens of each page as `{page}.png`
-(1280 x 2400). Writes `{out}/screens.csv`: page, height in pixels, screens (height / 800), commit, machine.
+(1280 x 2400). README.md is rendered as GitHub shows it on a repository's front page at that width (its column
+830 px wide beside the About sidebar, 16 px text, 13.6 px code). Writes `{out}/screens.csv`: page, height in
+pixels, screens (height / 800), commit, machine.
 """
 
 import argparse
@@ -33,6 +35,30 @@ f.onload = () => setTimeout(() => {{
   document.getElementById("out").textContent = "HEIGHT=" + f.contentDocument.documentElement.scrollHeight;
 }}, 1000);
 f.src = new URLSearchParams(location.search).get("page");</script></body></html>"""
+
+
+# README.md in a column as wide as GitHub's README box on a 1280 px window (the rest of the width: the sidebar)
+README_PAGE = """<html><head><meta charset="utf-8"><style>
+body {{ margin: 0; font: 16px/1.5 -apple-system, "Segoe UI", "Noto Sans", Helvetica, Arial, sans-serif; }}
+main {{ width: 830px; margin: 24px 0 0 32px; }}
+pre {{ background: #f6f8fa; padding: 16px; overflow: auto; font-size: 13.6px; line-height: 1.45; }}
+code {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 85%; }}
+pre code {{ font-size: 100%; }}
+table {{ border-collapse: collapse; display: block; overflow: auto; }}
+td, th {{ border: 1px solid #d0d7de; padding: 6px 13px; }}
+img {{ max-width: 100%; }}
+</style></head><body><main>{body}</main></body></html>"""
+
+
+def write_readme_page(site: str):
+    """README.md as README.html in the built site, its docs/ links and pictures pointing into the site."""
+    import markdown
+
+    with open(os.path.join(REPO, "README.md")) as f:
+        body = markdown.markdown(f.read(), extensions=["tables", "fenced_code"])
+    body = body.replace('src="docs/', 'src="').replace('href="docs/', 'href="')
+    with open(os.path.join(site, "README.html"), "w") as f:
+        f.write(README_PAGE.format(body=body))
 
 
 def chromium(*flags: str) -> str:
@@ -70,6 +96,7 @@ def main(out: str):
     subprocess.run(["mkdocs", "build", "--strict", "-q", "-d", site], cwd=REPO, check=True)
     with open(os.path.join(site, "measure.html"), "w") as f:
         f.write(MEASURE.format(w=WIDTH, h=SCREEN))
+    write_readme_page(site)
     handler = functools.partial(Quiet, directory=site)
     server = http.server.ThreadingHTTPServer(("localhost", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -77,7 +104,8 @@ def main(out: str):
     os.makedirs(out, exist_ok=True)
     rows = []
     folders = sorted(n for n in os.listdir(site) if os.path.exists(os.path.join(site, n, "index.html")))
-    for folder, name in [("", "index"), *((f"{n}/", n) for n in folders)]:  # index.md is the site's root
+    pages = [("", "index"), *((f"{n}/", n) for n in folders), ("README.html", "README")]  # index.md: the site's root
+    for folder, name in pages:
         height = page_screens(url, folder, os.path.join(out, f"{name}.png"))
         rows.append({"page": f"{name}.md", "height_px": height, "screens": round(height / SCREEN, 1)})
         print(f"{name}.md: {height} px, {height / SCREEN:.1f} screens", flush=True)
