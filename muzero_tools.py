@@ -1068,13 +1068,66 @@ def replace_rows(path: str, new, env_id: str, seed: int):
     new.sort_values(["env_id", "seed"] + (["step"] if "step" in new else []), kind="stable").to_csv(path, index=False)
 
 
-def run_flag(events: EventAccumulator, *names: str) -> str:
-    """A flag's value from the hyperparameters table the script logs as text at the start of a run (the first of
-    `names`, a flag's names over time, that the run has)."""
+def run_flags(events: EventAccumulator) -> dict:
+    """Every flag of a run as the text of the hyperparameters table the script logs at its start ({name: value})."""
     (tag,) = [t for t in events.Tags()["tensors"] if t.startswith("hyperparameters")]
     text = events.Tensors(tag)[0].tensor_proto.string_val[0].decode()
-    rows = {line.split("|")[1]: line.split("|")[2] for line in text.splitlines() if line.count("|") >= 3}
-    return next(rows[name] for name in names if name in rows)
+    return {line.split("|")[1]: line.split("|")[2] for line in text.splitlines() if line.count("|") >= 3}
+
+
+def run_flag(events: EventAccumulator, *names: str) -> str:
+    """A flag's value from run_flags (the first of `names`, a flag's names over time, that the run has)."""
+    flags = run_flags(events)
+    return next(flags[name] for name in names if name in flags)
+
+
+def protocol(flags: dict) -> str:
+    """How a run is evaluated, in words, from its flags (values as run_flags gives them): the environment's rules, the
+    evaluations' schedule and size, and the evaluation planner. What a results table's protocol line says."""
+    if flags["planner"] == "gumbel":
+        planner = f"Gumbel MuZero with {flags['eval_num_simulations']} simulations, its action without Gumbel noise"
+    else:
+        planner = (
+            f"PUCT with {flags['eval_num_simulations']} simulations, the action drawn from the visit counts at "
+            f"temperature {flags['eval_temperature']}, Dirichlet({flags['eval_dirichlet_alpha']}) noise on "
+            f"{flags['dirichlet_fraction']} of the root prior"
+        )
+    every = f"every {int(flags['eval_interval']):,}"
+    if "board_size" in flags:
+        n = flags["board_size"]
+        return (
+            f"Breakthrough {n}x{n}; evaluation {every} plies and at the end: {flags['eval_episodes']} games against each "
+            f"of a uniformly random player and MCTSBot-{flags['eval_mcts_simulations']}, half with each colour; {planner}"
+        )
+    if "frame_skip" in flags:
+        life = ", a lost life ends a training episode" if flags["episodic_life"] == "True" else ""
+        return (
+            f"sticky actions {flags['sticky_action_prob']}, {flags['frame_skip']} frames an agent step, up to "
+            f"{flags['noop_max']} no-ops at the start{life}; evaluation {every} agent steps and at the end: "
+            f"{flags['eval_episodes']} whole games cut at {int(flags['max_episode_steps']):,} agent steps; {planner}"
+        )
+    cap = flags.get("max_episode_steps", "None")
+    cap = "gymnax's step limits (Freeway 2,500, the others 1,000)" if cap == "None" else f"{int(cap):,} steps"
+    return (
+        f"sticky actions {flags['sticky_action_prob']}; evaluation {every} frames and at the end: "
+        f"{flags['eval_episodes']} episodes cut at {cap}; {planner}"
+    )
+
+
+def protocol_line(runs: pd.DataFrame) -> str:
+    """The protocol line under a table of `runs` (rows of runs.csv): its protocol, or each of its protocols with the
+    runs it covers."""
+    if "protocol" not in runs or runs.protocol.isna().any():
+        return "Protocol: not recorded for every run (collected before runs.csv had a protocol column)."
+    parts = []
+    for text, group in runs.groupby("protocol", sort=False):
+        if runs.protocol.nunique() > 1:
+            covered = "; ".join(
+                f"{env_id} seed{'s' * (len(g) > 1)} {', '.join(map(str, g.seed))}" for env_id, g in group.groupby("env_id")
+            )
+            text = f"{text} ({covered})"
+        parts.append(text)
+    return "Protocol: " + ". ".join(parts) + "."
 
 
 def game_title(env_id: str) -> str:
@@ -1197,6 +1250,7 @@ def run_collect(cfg: Collect):
             "final_train_return_last_50k": last_train.mean(),
         }
         result = f"final evaluation return {returns[-1].value:.2f} at {returns[-1].step} frames"
+    summary["protocol"] = protocol(run_flags(events))
     last_event = max(e.wall_time for tag in events.Tags()["scalars"] for e in events.Scalars(tag))
     wall_minutes = cfg.wall_time / 60 if cfg.wall_time is not None else minutes_at(last_event)
     summary |= {
@@ -1261,6 +1315,7 @@ def run_report(cfg: Report):
         "standard deviation over seeds (population, ddof=0). CPU steal: share of the machine's CPU "
         "time that the virtual machine's host gave to others during the run (from /proc/stat), the "
         "reason wall times vary.",
+        protocol_line(runs),
     ]
     if os.path.exists(os.path.join(out, "ppo", "ppo.csv")):
         rows += ["", *ppo_comparison(out)]
@@ -1358,7 +1413,7 @@ def ppo_comparison(out: str) -> list[str]:
     plt.close(fig)
     return rows + [
         "",
-        f"PPO: benchmark/ppo_minatar_gymnax.py at gymnax-blines' MinAtar settings, seeds "
+        f"Protocol of PPO: benchmark/ppo_minatar_gymnax.py at gymnax-blines' MinAtar settings, seeds "
         f"{', '.join(map(str, sorted(ppo.seed.unique())))}, {int(ppo.eval_episodes.iloc[0])} episodes of its sampled "
         f"policy per evaluation; its minutes include compilation and leave out its evaluations. Commits "
         f"{', '.join(ppo.commit.unique())}; machine {'; '.join(ppo.machine.unique())}. ± is the standard deviation "
@@ -1435,6 +1490,8 @@ def write_win_rate_tables(out: str, runs: pd.DataFrame, curves: pd.DataFrame):
             "",
             f"Matches of each run's final model (`matches.csv`), with its evaluation planner. Commits: "
             f"{', '.join(final.commit.unique())}. Machine: {'; '.join(final.machine.unique())}.",
+            "Protocol: the model plays with its run's evaluation planner (below), MCTSBot with UCT c 2, one random rollout "
+            "per leaf and the solver on; colours alternate game by game.",
             "",
         ]
     rows += [
@@ -1454,6 +1511,7 @@ def write_win_rate_tables(out: str, runs: pd.DataFrame, curves: pd.DataFrame):
         f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}. "
         f"MCTSBot: {', '.join(map(str, runs.eval_mcts_simulations.unique()))} simulations, UCT c 2, one random "
         "rollout per leaf, solver on. The run's own evaluations: the games of its last one, half with each colour.",
+        protocol_line(runs),
     ]
     write_markdown(os.path.join(out, "results.md"), rows)
 

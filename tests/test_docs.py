@@ -104,6 +104,16 @@ def test_result_tables_are_what_report_writes_from_the_committed_csvs(results, t
         )
 
 
+@pytest.mark.parametrize("results", [os.path.relpath(p, ROOT) for p in RESULTS])
+def test_every_results_table_is_followed_by_its_protocol_line(results):
+    with open(os.path.join(ROOT, results)) as f:
+        blocks = [block.splitlines() for block in f.read().split("\n\n")]
+    for i, block in enumerate(blocks):
+        if block[0].startswith("|"):
+            after = blocks[i + 1] if i + 1 < len(blocks) else []
+            assert any(line.startswith("Protocol") for line in after), f"{results}: no protocol line under {block[0]}"
+
+
 def test_the_committed_screens_cover_every_page_and_each_page_fits_12_screens():
     """`python benchmark/docs_screens.py` (headless Chromium, not in CI) wrote them; a page added without new screens fails."""
     folder = os.path.join(ROOT, "docs", "benchmark", "screens")

@@ -314,6 +314,17 @@ def test_benchmark_results_step(two_runs, tmp_path):
     assert (
         f"| Breakout | 3, 4 | {final:.2f} ± 0.00 | {final:.2f} / {final:.2f} | 0.25 | 1,536 | 1.0 – 2.0 | 10 – 30% |" in table
     )
+    # the protocol line: the small run's own flags (4 simulations, 2 episodes cut at 50 steps, every 768 frames)
+    assert (
+        runs.protocol.tolist()
+        == [
+            "sticky actions 0.0; evaluation every 768 frames and at the end: 2 episodes cut at 50 steps; PUCT with 4 "
+            "simulations, the action drawn from the visit counts at temperature 0.25, Dirichlet(0.1) noise on 0.25 of the "
+            "root prior"
+        ]
+        * 2
+    )
+    assert f"\nProtocol: {runs.protocol[0]}.\n" in table
     assert "/Breakout.png)" in open(out / "figures.md").read()
     with open(out / "Breakout.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"

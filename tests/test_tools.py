@@ -61,6 +61,31 @@ def test_virtual_games_keep_an_unbeaten_player_finite_and_first():
     assert plain[2] > elo[2] + 300
 
 
+def test_protocol_says_how_each_script_evaluates_from_its_flags():
+    import muzero_atari_multigpu as ma
+    import muzero_breakthrough as bt
+    import muzero_minatar as m
+
+    def logged(args):  # the flags as a run's hyperparameters table has them
+        return {k: str(v) for k, v in vars(args).items()}
+
+    assert tools.protocol(logged(m.Args())) == (
+        "sticky actions 0.0; evaluation every 100,000 frames and at the end: 32 episodes cut at gymnax's step limits "
+        "(Freeway 2,500, the others 1,000); PUCT with 16 simulations, the action drawn from the visit counts at "
+        "temperature 0.25, Dirichlet(0.1) noise on 0.25 of the root prior"
+    )
+    other = tools.protocol(logged(m.Args(planner="gumbel", max_episode_steps=500, sticky_action_prob=0.1)))
+    assert other.startswith("sticky actions 0.1;") and "cut at 500 steps; Gumbel MuZero with 16 simulations" in other
+    assert tools.protocol(logged(ma.Args())).startswith(
+        "sticky actions 0.25, 4 frames an agent step, up to 30 no-ops at the start, a lost life ends a training episode; "
+        "evaluation every 100,000 agent steps and at the end: 32 whole games cut at 27,000 agent steps; PUCT"
+    )
+    assert tools.protocol(logged(bt.Args(board_size=8))) == (
+        "Breakthrough 8x8; evaluation every 100,000 plies and at the end: 50 games against each of a uniformly random "
+        "player and MCTSBot-100, half with each colour; Gumbel MuZero with 64 simulations, its action without Gumbel noise"
+    )
+
+
 def test_ladder_plays_every_pair_both_colours_rates_the_mcts_anchor_above_random_and_continues_where_it_stopped(
     tmp_path, monkeypatch
 ):
