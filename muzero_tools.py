@@ -1095,8 +1095,9 @@ def protocol(flags: dict) -> str:
     every = f"every {int(flags['eval_interval']):,}"
     if "board_size" in flags:
         n = flags["board_size"]
+        games = flags.get("eval_episodes", flags.get("eval_games"))  # (its name in runs before 2026-11-29)
         return (
-            f"Breakthrough {n}x{n}; evaluation {every} plies and at the end: {flags['eval_episodes']} games against each "
+            f"Breakthrough {n}x{n}; evaluation {every} plies and at the end: {games} games against each "
             f"of a uniformly random player and MCTSBot-{flags['eval_mcts_simulations']}, half with each colour; {planner}"
         )
     if "frame_skip" in flags:

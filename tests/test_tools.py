@@ -84,6 +84,9 @@ def test_protocol_says_how_each_script_evaluates_from_its_flags():
         "Breakthrough 8x8; evaluation every 100,000 plies and at the end: 50 games against each of a uniformly random "
         "player and MCTSBot-100, half with each colour; Gumbel MuZero with 64 simulations, its action without Gumbel noise"
     )
+    older = logged(bt.Args())  # a run from before --eval-games took the base's name --eval-episodes
+    older["eval_games"] = older.pop("eval_episodes")
+    assert tools.protocol(older) == tools.protocol(logged(bt.Args()))
 
 
 def test_ladder_plays_every_pair_both_colours_rates_the_mcts_anchor_above_random_and_continues_where_it_stopped(
