@@ -1215,6 +1215,7 @@ def run_collect(cfg: Collect):
             "win_rate_mcts": last.mcts,
             "eval_games": int(run_flag(events, "eval_episodes", "eval_games")),  # (its name in runs before 2026-11-29)
             "eval_mcts_simulations": int(run_flag(events, "eval_mcts_simulations")),
+            "board_size": int(run_flag(events, "board_size")),
             "updates": int(events.Scalars("charts/num_updates")[-1].value),
         }
         result = f"final win rate {last.random:.2f} against random, {last.mcts:.2f} against MCTSBot, at {int(last.step)} plies"
@@ -1426,11 +1427,12 @@ def report_win_rates(out: str, figures: bool = True):
     runs = read_table(os.path.join(out, "runs.csv"))
     curves = read_table(os.path.join(out, "win_rates.csv"))
     if figures:
-        plot_win_rates(out, curves)
+        sizes = runs.get("board_size", pd.Series([5])).fillna(5).astype(int).unique()  # (rows before the column: 5x5)
+        plot_win_rates(out, curves, " / ".join(f"{n}x{n}" for n in sizes))
     write_win_rate_tables(out, runs, curves)
 
 
-def plot_win_rates(out: str, curves: pd.DataFrame):
+def plot_win_rates(out: str, curves: pd.DataFrame, board: str = "5x5"):
     """`{out}/win_rates.png`: both win rates of every seed against plies and against wall-clock minutes."""
     seeds = sorted(curves.seed.unique())
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
@@ -1457,7 +1459,7 @@ def plot_win_rates(out: str, curves: pd.DataFrame):
     axes[0].set_ylabel("win rate (both colours)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=len(seeds), fontsize="small")
     fig.suptitle(
-        f"Breakthrough 5x5: muzero_breakthrough.py, {seeds_label(len(seeds))}"
+        f"Breakthrough {board}: muzero_breakthrough.py, {seeds_label(len(seeds))}"
         f" (dotted: targets {TARGETS['random']:g} and {TARGETS['mcts']:g})",
         fontsize="medium",
     )

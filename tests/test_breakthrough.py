@@ -332,6 +332,7 @@ def test_self_play_smoke_run_writes_events_checkpoint_models_and_a_playable_mode
     tools.run_collect(tools.Collect(run_dir, wall_time=150, out=str(out), commit="abc1234", cpu_steal=0.1))
     tools.run_report(tools.Report(str(out)))
     curve = pd.read_csv(out / "win_rates.csv")
+    assert pd.read_csv(out / "runs.csv").board_size.tolist() == [5]
     win_rates = {o: [e.value for e in acc.Scalars(f"charts/eval_win_rate_{o}")] for o in ("random", "mcts")}
     assert curve.step.tolist() == [512, 1024] and curve.seed.tolist() == [2, 2]
     assert curve.random.tolist() == pytest.approx(win_rates["random"]) and curve.mcts.tolist() == pytest.approx(
