@@ -1075,12 +1075,6 @@ def run_flags(events: EventAccumulator) -> dict:
     return {line.split("|")[1]: line.split("|")[2] for line in text.splitlines() if line.count("|") >= 3}
 
 
-def run_flag(events: EventAccumulator, *names: str) -> str:
-    """A flag's value from run_flags (the first of `names`, a flag's names over time, that the run has)."""
-    flags = run_flags(events)
-    return next(flags[name] for name in names if name in flags)
-
-
 def protocol(flags: dict) -> str:
     """How a run is evaluated, in words, from its flags (values as run_flags gives them): the environment's rules, the
     evaluations' schedule and size, and the evaluation planner. What a results table's protocol line says."""
@@ -1196,6 +1190,7 @@ def run_collect(cfg: Collect):
     events = EventAccumulator(cfg.run_dir, size_guidance={"scalars": 0, "tensors": 0})
     events.Reload()
     minutes_at, pauses = running_minutes(events)
+    flags = run_flags(events)
     os.makedirs(cfg.out, exist_ok=True)
     summary = {"env_id": env_id, "seed": seed, "run_name": run_name, "exp_name": exp_name}
     if "charts/eval_win_rate_random" in events.Tags()["scalars"]:  # a board game
@@ -1213,9 +1208,9 @@ def run_collect(cfg: Collect):
             "plies": int(last.step),
             "win_rate_random": last.random,
             "win_rate_mcts": last.mcts,
-            "eval_games": int(run_flag(events, "eval_episodes", "eval_games")),  # (its name in runs before 2026-11-29)
-            "eval_mcts_simulations": int(run_flag(events, "eval_mcts_simulations")),
-            "board_size": int(run_flag(events, "board_size")),
+            "eval_games": int(flags.get("eval_episodes", flags.get("eval_games"))),  # (its name in runs before 2026-11-29)
+            "eval_mcts_simulations": int(flags["eval_mcts_simulations"]),
+            "board_size": int(flags["board_size"]),
             "updates": int(events.Scalars("charts/num_updates")[-1].value),
         }
         result = f"final win rate {last.random:.2f} against random, {last.mcts:.2f} against MCTSBot, at {int(last.step)} plies"
@@ -1248,11 +1243,11 @@ def run_collect(cfg: Collect):
         summary |= {
             "frames": returns[-1].step,
             "final_eval_return": returns[-1].value,
-            "eval_episodes": int(run_flag(events, "eval_episodes")),
+            "eval_episodes": int(flags["eval_episodes"]),
             "final_train_return_last_50k": last_train.mean(),
         }
         result = f"final evaluation return {returns[-1].value:.2f} at {returns[-1].step} frames"
-    summary["protocol"] = protocol(run_flags(events))
+    summary["protocol"] = protocol(flags)
     last_event = max(e.wall_time for tag in events.Tags()["scalars"] for e in events.Scalars(tag))
     wall_minutes = cfg.wall_time / 60 if cfg.wall_time is not None else minutes_at(last_event)
     summary |= {
