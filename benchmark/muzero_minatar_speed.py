@@ -434,6 +434,7 @@ def checkpoint_cost(iterations: int, out: str, meta: dict):
     result = {
         **meta,
         "env_id": args.env_id,
+        "buffer_size": args.buffer_size,
         "checkpoints": len(times),
         "size_mb": size / 1e6,
         "median_write_s": float(np.median(times)),
@@ -442,14 +443,21 @@ def checkpoint_cost(iterations: int, out: str, meta: dict):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "checkpoint_cost.json"), "w") as f:
         json.dump(result, f, indent=1)
+    write_checkpoint_cost_table(result, out)
+
+
+def write_checkpoint_cost_table(result: dict, out: str):
+    """{out}/checkpoint_cost.md: the checkpoint's size and write time as a table, its machine, commit and command
+    under it."""
     text = (
-        f"One checkpoint of the default configuration ({args.env_id}, replay of {args.buffer_size:,} steps) is "
-        f"{size / 1e6:.0f} MB and takes {result['median_write_s']:.2f} s to write (median of {len(times)}, "
-        f"longest {result['max_write_s']:.2f} s). Machine: {meta['machine']}. Commit: {meta['commit']}. "
-        f"Command: `{meta['command']}`."
+        "| game | replay (steps) | checkpoint | write time: median (longest) |\n|---|---|---|---|\n"
+        f"| {result['env_id']} | {result['buffer_size']:,} | {result['size_mb']:.0f} MB | "
+        f"{result['median_write_s']:.2f} s ({result['max_write_s']:.2f} s) |\n\n"
+        f"{result['checkpoints']} checkpoints of the default configuration. Machine: {result['machine']}. "
+        f"Commit: {result['commit']}. Command: `{result['command']}`.\n"
     )
     with open(os.path.join(out, "checkpoint_cost.md"), "w") as f:
-        f.write(text + "\n")
+        f.write(text)
     print(text)
 
 
