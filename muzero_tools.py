@@ -492,8 +492,13 @@ def annotation_lines(numbers: dict, step: int, action_names: list, rows: int = 6
     return lines
 
 
+FRAME_SIZE = 320  # pixels a side of an annotated frame (a board of 5 squares: 64 pixels a square)
+PANEL_WIDTH = 280  # pixels of the annotation panel beside it
+FONT_SIZE = 15
+
+
 def frame_image(frame: np.ndarray):
-    """An observation as a 160 x 160 RGB image: pixels (1 grey or 3 colour channels, Atari) as they are, 0/1 planes
+    """An observation as a FRAME_SIZE x FRAME_SIZE RGB image: pixels (1 grey or 3 colour channels, Atari) as they are, 0/1 planes
     (MinAtar; Breakthrough's black and white pieces) in one colour each, as minatar's display draws them."""
     from PIL import Image
 
@@ -504,22 +509,26 @@ def frame_image(frame: np.ndarray):
         palette = np.vstack([[0, 0, 0], np.asarray(matplotlib.colormaps["cubehelix"](np.linspace(0.2, 0.9, c)))[:, :3]])
         index = np.max(frame * (np.arange(c) + 1), axis=-1).astype(int)
         image = Image.fromarray((palette[index] * 255).astype(np.uint8))
-    return image.resize((160, 160), Image.NEAREST)
+    return image.resize((FRAME_SIZE, FRAME_SIZE), Image.NEAREST)
 
 
 def save_gif(recording, path: str, annotate: bool = True):
     """A script's Recording (evaluate_policy) as an animated GIF: each observation (frame_image) and, if `annotate`,
     a panel beside it with the search's numbers at that step (annotation_lines)."""
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw, ImageFont
 
+    try:  # a monospaced font keeps the columns of p, N and Q aligned
+        font = ImageFont.truetype("DejaVuSansMono.ttf", FONT_SIZE)
+    except OSError:
+        font = ImageFont.load_default(size=FONT_SIZE)
     images = []
     for t, (f, tree, a) in enumerate(zip(recording.frames, recording.trees, recording.actions)):
         image = frame_image(f)
         if annotate:
-            panel = Image.new("RGB", (160 + 190, 160), "white")
+            panel = Image.new("RGB", (FRAME_SIZE + PANEL_WIDTH, FRAME_SIZE), "white")
             panel.paste(image)
             lines = annotation_lines(search_numbers(tree, a), t, recording.action_names)
-            ImageDraw.Draw(panel).multiline_text((166, 4), "\n".join(lines), fill="black", spacing=3)
+            ImageDraw.Draw(panel).multiline_text((FRAME_SIZE + 8, 8), "\n".join(lines), fill="black", font=font, spacing=5)
             image = panel
         images.append(image)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -1326,7 +1335,8 @@ def run_report(cfg: Report):
 
 def plot_returns(out: str, env_id: str, runs_title: str, floor: float | None):
     """`{out}/{env_id}.png`: each seed's evaluation returns (markers; the test planner) and binned training returns
-    (dashed), in the seed's colour, against frames (left) and wall-clock minutes (right); the random policy's return dotted."""
+    (dashed), in the seed's colour, and the seeds' mean evaluation (black), against frames (left) and wall-clock
+    minutes (right); the random policy's return dotted."""
     evals = read_table(os.path.join(out, f"{env_id}.csv"))
     train = read_table(os.path.join(out, f"{env_id}_train.csv"))
     seeds = sorted(evals.seed.unique())
@@ -1339,6 +1349,10 @@ def plot_returns(out: str, env_id: str, runs_title: str, floor: float | None):
             ax.plot(run[x], run.eval_return, "o-", color=colour, label=f"seed {seed}, evaluation")
             run = train[train.seed == seed]
             ax.plot(run[x], run.train_return, "--", color=colour, alpha=0.8, label=f"seed {seed}, training")
+        if len(drawn) > 1:  # the mean over seeds at the steps every seed was evaluated at
+            shared = evals.groupby("step").filter(lambda rows: rows.seed.nunique() == len(seeds))
+            mean = shared.groupby("step", as_index=False)[list({x, "eval_return"} - {"step"})].mean()
+            ax.plot(mean[x], mean.eval_return, "s-", color="black", lw=2, label="mean, evaluation")
         if floor is not None:
             ax.axhline(floor, color="grey", linestyle=":", label="random policy")
         ax.set(xlabel=label)

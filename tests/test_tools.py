@@ -258,7 +258,7 @@ def test_annotated_frames_hold_the_search_of_their_own_step(tmp_path):
         assert visits == sorted(visits, reverse=True) and sum(visits) == 6
     tools.save_gif(rec, str(tmp_path / "episode.gif"))
     with Image.open(tmp_path / "episode.gif") as gif:
-        assert gif.n_frames == len(rec.frames) and gif.size == (160 + 190, 160)
+        assert gif.n_frames == len(rec.frames) and gif.size == (tools.FRAME_SIZE + tools.PANEL_WIDTH, tools.FRAME_SIZE)
 
 
 def test_tree_extractor_equals_the_mctx_summary_at_the_root():
