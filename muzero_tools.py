@@ -498,8 +498,9 @@ FONT_SIZE = 15
 
 
 def frame_image(frame: np.ndarray):
-    """An observation as a FRAME_SIZE x FRAME_SIZE RGB image: pixels (1 grey or 3 colour channels, Atari) as they are, 0/1 planes
-    (MinAtar; Breakthrough's black and white pieces) in one colour each, as minatar's display draws them."""
+    """An observation as a FRAME_SIZE x FRAME_SIZE RGB image: pixels (1 grey or 3 colour channels, Atari) as they
+    are, 0/1 planes (MinAtar; Breakthrough's black and white pieces) in one colour each, as minatar's display draws
+    them."""
     from PIL import Image
 
     if frame.shape[-1] in (1, 3):
