@@ -981,6 +981,15 @@ REPO = os.path.dirname(os.path.abspath(__file__))
 TRAIN_BIN = 20_000  # frames per point of the training-return curve
 OPPONENTS = {"random": "uniform random", "mcts": "MCTSBot"}  # Breakthrough's evaluation opponents
 TARGETS = {"random": 0.98, "mcts": 0.80}  # the win rates Breakthrough's default configuration aims at (its docs page)
+# the final models' match targets by board size and opponent (the Breakthrough page)
+MATCH_TARGETS = {
+    (5, "random"): 0.98,
+    (5, "mcts-100"): 0.80,
+    (5, "mcts-1000"): 0.95,
+    (5, "mcts-10000"): 0.5,
+    (8, "random"): 0.98,
+    (8, "mcts-1000"): 0.80,
+}
 
 
 def seeds_label(n: int) -> str:
@@ -1490,14 +1499,14 @@ def write_win_rate_tables(out: str, runs: pd.DataFrame, curves: pd.DataFrame):
             "|---|---|---|---|---|---|",
         ]
         for opponent, match in sorted(final.groupby("opponent"), key=lambda group: group[0] != "random"):
-            target = TARGETS["random" if opponent == "random" else "mcts"]
+            target = MATCH_TARGETS.get((int(match.board_size.iloc[0]), opponent))
             rows.append(
                 f"| {opponent} | {', '.join(map(str, match.games.unique()))} | {match.win_rate.mean():.3f} ± "
                 f"{match.win_rate.std(ddof=0):.3f} | "
                 + ", ".join(f"{r.win_rate:.3f} (seed {r.seed})" for r in match.itertuples())
                 + " | "
                 + ", ".join(f"{r.as_black:.2f} / {r.as_white:.2f}" for r in match.itertuples())
-                + f" | {target:g} |"
+                + f" | {'–' if target is None else f'{target:g}'} |"
             )
         rows += [
             "",
