@@ -1,0 +1,33 @@
+"""The trained models committed under docs/benchmark/ (a benchmark's seed 1, final) load, their sha256 checked, and
+play at their benchmark's level: README's `evaluate` snippet with the MinAtar one, `match` with the Breakthrough one."""
+
+import os
+import re
+
+import numpy as np
+import pandas as pd
+
+import muzero_tools as tools
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BREAKTHROUGH_MODEL = "docs/benchmark/muzero_breakthrough/models/breakthrough__muzero_breakthrough__1.muzero_model"
+
+
+def test_readme_evaluate_snippet_plays_the_committed_breakout_model_far_above_a_random_policy(monkeypatch):
+    with open(os.path.join(ROOT, "README.md")) as f:
+        snippet = re.search(r"```python\n(from muzero_tools import evaluate\n.*?)```", f.read(), re.S).group(1)
+    monkeypatch.chdir(ROOT)  # the snippet's path is the repository's
+    namespace = {}
+    exec(snippet, namespace)
+    random_policy = pd.read_csv(os.path.join(ROOT, "docs/benchmark/muzero_minatar/random.csv")).set_index("env_id")
+    assert len(namespace["returns"]) == 10
+    assert np.mean(namespace["returns"]) > 10 * random_policy.random_return["Breakout"]
+
+
+def test_the_committed_breakthrough_model_wins_a_match_against_a_random_player(tmp_path):
+    tools.run_match(
+        tools.Match(model=os.path.join(ROOT, BREAKTHROUGH_MODEL), opponent="random", games=10, commit="-", out=str(tmp_path))
+    )
+    match = pd.read_csv(tmp_path / "matches.csv")
+    assert match.games.item() == 10 and match.board_size.item() == 5
+    assert match.win_rate.item() >= 0.9
