@@ -45,7 +45,7 @@ declare -A FLAGS=(
 for setting in $SETTINGS; do
   # shellcheck disable=SC2086
   SCRIPT=muzero_minatar_reanalyze.py OUT="$BASE/experiment/$setting" bash benchmark/muzero_minatar.sh \
-    ${FLAGS[$setting]} --eval-interval 50000 --exp-name "reanalyze_$setting" "$@"
+    ${FLAGS[$setting]} --exp-name "reanalyze_$setting" "$@"  # (evaluated every 50k frames, as muzero_minatar.sh does)
 done
 done=()
 for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr8 push_0.4 matched_updates; do
