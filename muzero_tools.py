@@ -513,9 +513,9 @@ def frame_image(frame: np.ndarray):
     return image.resize((FRAME_SIZE, FRAME_SIZE), Image.NEAREST)
 
 
-def save_gif(recording, path: str, annotate: bool = True):
+def save_gif(recording, path: str, annotate: bool = True, steps: int = 0):
     """A script's Recording (evaluate_policy) as an animated GIF: each observation (frame_image) and, if `annotate`,
-    a panel beside it with the search's numbers at that step (annotation_lines)."""
+    a panel beside it with the search's numbers at that step (annotation_lines); the first `steps` (0: all)."""
     from PIL import Image, ImageDraw, ImageFont
 
     try:  # a monospaced font keeps the columns of p, N and Q aligned
@@ -524,6 +524,8 @@ def save_gif(recording, path: str, annotate: bool = True):
         font = ImageFont.load_default(size=FONT_SIZE)
     images = []
     for t, (f, tree, a) in enumerate(zip(recording.frames, recording.trees, recording.actions)):
+        if steps and t == steps:
+            break
         image = frame_image(f)
         if annotate:
             panel = Image.new("RGB", (FRAME_SIZE + PANEL_WIDTH, FRAME_SIZE), "white")
@@ -649,14 +651,18 @@ class Episode:
     """Breakthrough's opponent: a uniformly random player or MCTSBot with the model's --eval-mcts-simulations"""
     out: str = ""
     """the GIF (default: analysis/episode_{seed}.gif beside the model)"""
+    steps: int = 0
+    """the GIF shows the episode's first this many steps (0: all; a MinAtar episode can reach 1,000 steps, 3.5 MB)"""
 
 
 def run_episode(cfg: Episode):
+    if cfg.steps < 0:
+        fail(f"--steps must be 0 (the whole episode) or positive (got {cfg.steps})")
     script, args, net, params = load_model(cfg.model)
     recording = record_episode(script, args, net, params, cfg.seed, cfg.opponent)
     out = cfg.out or default_out(cfg.model, f"episode_{cfg.seed}.gif")
-    save_gif(recording, out)
-    print(f"{len(recording.frames)} annotated frames: {out}")
+    save_gif(recording, out, steps=cfg.steps)
+    print(f"{min(len(recording.frames), cfg.steps or len(recording.frames))} annotated frames: {out}")
     return recording
 
 

@@ -144,6 +144,7 @@ TOOL_CASES = [  # (tool, flags, what the message must name, what is on disk or m
     ("tsne", "--model m.muzero_model --seed -1", "--seed must be in [0, 2**32 - 1]", saved_model()),
     ("episode", "--model m.muzero_model", "its sha256 is not the one in", saved_model(flip=True)),
     ("budget", "--models m --simulations 0 4", "--simulations", None),
+    ("episode", "--model m --steps -1", "--steps must be 0", None),
     ("budget", "--models", "--models", None),  # no model: it used to write an empty table, then fail
     ("budget", "--models m.muzero_model --out taken", "--out taken", saved_model()),  # (after every evaluation)
     ("audit", "--models m --positions 0", "--positions", None),

@@ -259,6 +259,9 @@ def test_annotated_frames_hold_the_search_of_their_own_step(tmp_path):
     tools.save_gif(rec, str(tmp_path / "episode.gif"))
     with Image.open(tmp_path / "episode.gif") as gif:
         assert gif.n_frames == len(rec.frames) and gif.size == (tools.FRAME_SIZE + tools.PANEL_WIDTH, tools.FRAME_SIZE)
+    tools.save_gif(rec, str(tmp_path / "first_two.gif"), steps=2)  # `episode --steps 2`
+    with Image.open(tmp_path / "first_two.gif") as gif:
+        assert len(rec.frames) > 2 and gif.n_frames == 2
 
 
 def test_tree_extractor_equals_the_mctx_summary_at_the_root():
