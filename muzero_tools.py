@@ -477,6 +477,30 @@ def search_numbers(tree, action: int) -> dict:
     }
 
 
+def episode_table(recording, steps: int = 0) -> pd.DataFrame:
+    """The numbers the annotated frames show, one row per step and legal action of its search (the first `steps`
+    steps, 0: all): step, action, played, v* (value), the prior p, the predicted reward r, N (visits) and Q."""
+    rows = []
+    for t, (tree, a) in enumerate(zip(recording.trees, recording.actions)):
+        if steps and t == steps:
+            break
+        numbers = search_numbers(tree, a)
+        for b in np.flatnonzero(numbers["prior"] > 0):
+            rows.append(
+                {
+                    "step": t,
+                    "action": recording.action_names[b],
+                    "played": b == a,
+                    "value": numbers["value"],
+                    "prior": numbers["prior"][b],
+                    "reward": numbers["reward"][b],
+                    "visits": numbers["visits"][b],
+                    "q": numbers["q"][b],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def annotation_lines(numbers: dict, step: int, action_names: list, rows: int = 6) -> list[str]:
     """The text beside an annotated frame: the step, the action taken with its predicted reward, v*, then the
     `rows` actions with the most visits (legal ones only) with p, N and Q."""
@@ -650,7 +674,7 @@ class Episode:
     opponent: Literal["random", "mcts"] = "mcts"
     """Breakthrough's opponent: a uniformly random player or MCTSBot with the model's --eval-mcts-simulations"""
     out: str = ""
-    """the GIF (default: analysis/episode_{seed}.gif beside the model)"""
+    """the GIF (default: analysis/episode_{seed}.gif beside the model); its numbers go to the same path in .csv"""
     steps: int = 0
     """the GIF shows the episode's first this many steps (0: all; a MinAtar episode can reach 1,000 steps, 3.5 MB)"""
 
@@ -662,7 +686,8 @@ def run_episode(cfg: Episode):
     recording = record_episode(script, args, net, params, cfg.seed, cfg.opponent)
     out = cfg.out or default_out(cfg.model, f"episode_{cfg.seed}.gif")
     save_gif(recording, out, steps=cfg.steps)
-    print(f"{min(len(recording.frames), cfg.steps or len(recording.frames))} annotated frames: {out}")
+    episode_table(recording, cfg.steps).to_csv(os.path.splitext(out)[0] + ".csv", index=False)
+    print(f"{min(len(recording.frames), cfg.steps or len(recording.frames))} annotated frames: {out} (numbers: .csv)")
     return recording
 
 
@@ -682,8 +707,8 @@ class Tree:
     simulations: int = 0
     """simulations of the drawn search (0: the model's --eval-num-simulations)"""
     out: str = ""
-    """the path of the drawing without its suffix: .dot is always written, .png if graphviz's `dot` is installed
-    (default: analysis/tree_{seed}_{step} beside the model)"""
+    """the path of the drawing without its suffix: .dot and .csv (the nodes' numbers) are always written, .png if
+    graphviz's `dot` is installed (default: analysis/tree_{seed}_{step} beside the model)"""
 
 
 def run_tree(cfg: Tree):
@@ -704,6 +729,7 @@ def run_tree(cfg: Tree):
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     graph = tree_graph(nodes, recording.action_names, title)
     graph.save(out + ".dot")
+    pd.DataFrame(nodes).to_csv(out + ".csv", index=False)
     try:
         png = graph.pipe(format="png")  # before the file is opened: no empty PNG without `dot`
         with open(out + ".png", "wb") as f:

@@ -262,6 +262,11 @@ def test_annotated_frames_hold_the_search_of_their_own_step(tmp_path):
     tools.save_gif(rec, str(tmp_path / "first_two.gif"), steps=2)  # `episode --steps 2`
     with Image.open(tmp_path / "first_two.gif") as gif:
         assert len(rec.frames) > 2 and gif.n_frames == 2
+    table = tools.episode_table(rec, steps=2)  # the numbers of those frames, as `episode` writes them
+    assert table.step.tolist() == [0, 0, 0, 1, 1, 1] and table.played.sum() == 2
+    for k in (0, 1):
+        numbers = tools.search_numbers(rec.trees[k], rec.actions[k])
+        assert table[table.step == k].visits.tolist() == [v for v, p in zip(numbers["visits"], numbers["prior"]) if p > 0]
 
 
 def test_tree_extractor_equals_the_mctx_summary_at_the_root():
@@ -373,6 +378,8 @@ def test_tree_tool_draws_every_node_with_its_numbers_and_delusions_in_red(tmp_pa
     assert deluded and all(n["depth"] >= 2 for n in deluded)  # the root's moves are OpenSpiel's legal ones
     first = next(n for n in nodes if n["depth"] == 1)
     assert f"#{first['index']}\\nR {first['R']:+.2f}\\nV {first['V']:+.2f}\\nN {first['N']}" in dot
+    table = pd.read_csv(tmp_path / "tree.csv")  # the drawing's numbers, node by node
+    assert table["index"].tolist() == [n["index"] for n in nodes] and table.N.tolist() == [n["N"] for n in nodes]
     monkeypatch.setenv("PATH", str(tmp_path))  # without graphviz's `dot`: the .dot file and no (empty) PNG
     tools.run_tree(tools.Tree(model=str(tmp_path / "m.muzero_model"), step=3, opponent="random", out=str(tmp_path / "t")))
     assert (tmp_path / "t.dot").read_text() == dot and not (tmp_path / "t.png").exists()
