@@ -17,7 +17,7 @@ Each setting is a short run of the script at its defaults (plus the setting's fl
     iteration's wall time.
 With --revisions each setting runs with the script at each of these git revisions in turn (rows named "setting
 at REV"; old and new alternated, the way to compare speeds) instead of the checkout's. Writes {out}/speed.json
-and {out}/speed.md with the machine line.
+and {out}/speed.md with the machine line and commit.
 """
 
 import argparse
@@ -34,7 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 sys.path.insert(0, ROOT)
 from muzero_atari_multigpu import Args  # noqa: E402
-from muzero_tools import machine_line, write_markdown  # noqa: E402
+from muzero_tools import git_commit, machine_line, write_markdown  # noqa: E402
 
 DEFAULTS = Args()  # each setting runs the script's defaults plus its flags
 PER_THREAD = DEFAULTS.num_envs * DEFAULTS.num_steps  # one actor thread's steps per iteration
@@ -141,8 +141,9 @@ def main():
     results = [run_setting(name, args, revision) for name in args.settings for revision in args.revisions]
     os.makedirs(args.out, exist_ok=True)
     machine = machine_line()
+    commit = git_commit(args.out)
     with open(os.path.join(args.out, "speed.json"), "w") as f:
-        json.dump({"machine": machine, "results": results}, f, indent=2)
+        json.dump({"machine": machine, "commit": commit, "results": results}, f, indent=2)
     rows = [
         "| setting | agent steps/s | acting decisions/s (per thread) | learner samples/s | actor waits for "
         "parameters (share, per thread) | learner waits for rollouts (share) |",
@@ -155,7 +156,7 @@ def main():
             f"{' / '.join(f'{x:.2f}' for x in r['actor_params_wait_share'])} | "
             f"{r['learner_rollout_wait_share']:.2f} |"
         )
-    write_markdown(os.path.join(args.out, "speed.md"), rows + ["", f"Machine: {machine}."])
+    write_markdown(os.path.join(args.out, "speed.md"), rows + ["", f"Machine: {machine}. Commit: {commit}."])
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ import re
 import shutil
 import subprocess
 
+import numpy as np
+import pandas as pd
 import pytest
 
 import muzero_tools as tools
@@ -86,6 +88,87 @@ def test_each_script_page_links_the_source_page_that_renders_its_file(page):
 def test_no_page_reads_as_a_diary(page):
     found = DIARY.findall(page_text(os.path.join(ROOT, "docs", page)))
     assert not found, f"{page}: {found}; write results with their commit and machine line instead"
+
+
+# a commit hash: 7-40 hex digits with at least one letter and one digit
+COMMIT = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+
+
+def hashes_in_prose(text: str) -> list[str]:
+    """Commit hashes outside tables of runs: outside table rows, the caption paragraph right under a table (its
+    protocol, machine and commits), code blocks and inline code (commands such as `git show <commit>:<file>`)."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    found, after_table = [], False
+    for block in re.split(r"\n\s*\n", text):
+        lines = [line.strip() for line in block.splitlines() if line.strip()]
+        if not lines:
+            continue
+        if not after_table:
+            prose = re.sub(r"`[^`]*`", "", "\n".join(line for line in lines if not line.startswith("|")))
+            found += COMMIT.findall(prose)
+        after_table = any(line.startswith("|") for line in lines)
+    return found
+
+
+def test_hashes_in_prose_finds_a_commit_in_text_and_not_in_a_table_its_caption_or_code():
+    text = "Run at abc1234.\n\n| run | commit |\n|---|---|\n| a | def5678 |\n\nCommits: def5678.\n\n`git show 9abc123:x`\n"
+    assert hashes_in_prose(text) == ["abc1234"]
+    assert hashes_in_prose("SHA 1234567 and deadbee, digits or letters alone\n") == []
+
+
+@pytest.mark.parametrize("page", [os.path.basename(p) for p in PAGES] + ["../README.md"])
+def test_no_page_names_a_commit_outside_tables_of_runs(page):
+    found = hashes_in_prose(page_text(os.path.join(ROOT, "docs", page)))
+    assert not found, f"{page}: {found}; a result's commit belongs in its table of runs"
+
+
+# a quoted result: two or more decimals, or a percentage (thesis sections such as 5.8 and versions are neither)
+QUOTED = re.compile(r"(?<![\d.])[-+]?(?:\d+\.\d+%|\d+\.\d{2,}|\d+%)(?!\.?\d)")
+# the CSVs the analysis page's models and tools wrote
+ANALYSIS_CSVS = [
+    "docs/benchmark/analysis/**/*.csv",
+    "docs/benchmark/muzero_breakthrough/*.csv",
+    "docs/benchmark/muzero_breakthrough/ladder/seed1/*.csv",
+    "docs/benchmark/muzero_minatar/Breakout.csv",
+    "docs/benchmark/muzero_minatar/runs.csv",
+]
+
+
+def quoted_numbers(text: str) -> list[str]:
+    """The results a page's prose quotes, outside code and link targets, with a range's dash not read as a sign."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"`[^`]*`|\]\([^)]*\)", " ", text)
+    return [token.lstrip("+") for token in QUOTED.findall(text)]
+
+
+def in_tables(token: str, values: np.ndarray) -> bool:
+    """Whether some value rounds to the token at its precision (a percentage: the share it stands for)."""
+    digits = len(token.rstrip("%").partition(".")[2]) + 2 * token.endswith("%")
+    number = float(token.rstrip("%")) / (100 if token.endswith("%") else 1)
+    return bool(np.any(np.isclose(np.round(values, digits), number, rtol=0, atol=10.0 ** -(digits + 3))))
+
+
+def test_quoted_numbers_are_read_at_their_precision():
+    assert quoted_numbers("v* +0.12 (5.8), 1.3%, 0.01-0.26%, JAX 0.10.2, `0.99`, 43.34") == [
+        "0.12",
+        "1.3%",
+        "0.01",
+        "0.26%",
+        "43.34",
+    ]
+    assert in_tables("1.3%", np.array([0.01257])) and in_tables("-0.91", np.array([-0.909]))
+    assert not in_tables("0.47", np.array([0.4649, 0.36]))
+
+
+def test_every_number_the_analysis_page_quotes_is_in_a_committed_csv():
+    values = []
+    for pattern in ANALYSIS_CSVS:
+        for path in glob.glob(os.path.join(ROOT, pattern), recursive=True):
+            table = pd.read_csv(path).select_dtypes("number")
+            values.append(table.to_numpy(dtype=float).ravel())
+    values = np.concatenate(values)
+    missing = [t for t in quoted_numbers(page_text(os.path.join(ROOT, "docs", "analysis.md"))) if not in_tables(t, values)]
+    assert not missing, f"analysis.md quotes {missing}, which no CSV of its models holds"
 
 
 RESULTS = sorted(glob.glob(os.path.join(ROOT, "docs", "benchmark", "**", "results.md"), recursive=True))
