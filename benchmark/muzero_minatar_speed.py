@@ -50,8 +50,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 SETTINGS = {  # name: (forced host devices, Args overrides)
     "default": (1, {}),
     "num_envs=64": (1, {"num_envs": 64}),
-    "num_simulations=16": (1, {"num_simulations": 16}),
-    "batch_size=512": (1, {"batch_size": 512}),
+    "num_simulations=8": (1, {"num_simulations": 8}),
+    "batch_size=256": (1, {"batch_size": 256}),
     "sebulba": (2, {"actor_device_ids": (1,), "learner_device_ids": (0,)}),
     "sebulba, 2 learner devices": (2, {"actor_device_ids": (1,), "learner_device_ids": (0, 1)}),
 }
