@@ -388,6 +388,14 @@ def require(module: str, extra: str):
         fail(f"{module} is not installed: pip install -e '.[{extra}]' (in the repository)")
 
 
+RENAMED_FLAGS = {"eval_games": "eval_episodes"}  # Breakthrough's --eval-episodes before it took the base's name
+
+
+def current_flag_names(flags: dict) -> dict:
+    """The flags of an older run or model (saved JSON, logged hyperparameters) under today's names (RENAMED_FLAGS)."""
+    return {RENAMED_FLAGS.get(name, name): value for name, value in flags.items()}
+
+
 def load_model(model_path: str, flag: str = "--model"):
     """(script module, args, network, params) of a model saved by any muzero_*.py script's --save-model (or a
     checkpoint's models/step_*): the script and its flags are read from `{model_path}.json`. A model missing
@@ -407,8 +415,7 @@ def load_model(model_path: str, flag: str = "--model"):
     name = saved.pop("script", None) or next((name for flag, name in flags_of.items() if flag in saved), "muzero_minatar")
     for removed in ("anneal_lr", "weight_decay"):  # flags the scripts no longer have; they changed training, not play
         saved.pop(removed, None)
-    if "eval_games" in saved:  # Breakthrough's --eval-episodes, before it had the base's name
-        saved["eval_episodes"] = saved.pop("eval_games")
+    saved = current_flag_names(saved)
     script = require(name, "atari") if name == "muzero_atari_multigpu" else importlib.import_module(name)
     unknown = sorted(set(saved) - {f.name for f in dataclasses.fields(script.Args)})
     if unknown:
@@ -477,13 +484,20 @@ def search_numbers(tree, action: int) -> dict:
     }
 
 
-def episode_table(recording, steps: int = 0) -> pd.DataFrame:
-    """The numbers the annotated frames show, one row per step and legal action of its search (the first `steps`
-    steps, 0: all): step, action, played, v* (value), the prior p, the predicted reward r, N (visits) and Q."""
+def first_steps(recording, steps: int):
+    """A Recording cut to its first `steps` steps (0: the whole episode)."""
+    if not steps:
+        return recording
+    return recording._replace(
+        frames=recording.frames[:steps], trees=recording.trees[:steps], actions=recording.actions[:steps]
+    )
+
+
+def episode_table(recording) -> pd.DataFrame:
+    """The numbers the annotated frames show, one row per step and legal action of its search: step, action,
+    played, v* (value), the prior p, the predicted reward r, N (visits) and Q."""
     rows = []
     for t, (tree, a) in enumerate(zip(recording.trees, recording.actions)):
-        if steps and t == steps:
-            break
         numbers = search_numbers(tree, a)
         for b in np.flatnonzero(numbers["prior"] > 0):
             rows.append(
@@ -537,9 +551,9 @@ def frame_image(frame: np.ndarray):
     return image.resize((FRAME_SIZE, FRAME_SIZE), Image.NEAREST)
 
 
-def save_gif(recording, path: str, annotate: bool = True, steps: int = 0):
+def save_gif(recording, path: str, annotate: bool = True):
     """A script's Recording (evaluate_policy) as an animated GIF: each observation (frame_image) and, if `annotate`,
-    a panel beside it with the search's numbers at that step (annotation_lines); the first `steps` (0: all)."""
+    a panel beside it with the search's numbers at that step (annotation_lines)."""
     from PIL import Image, ImageDraw, ImageFont
 
     try:  # a monospaced font keeps the columns of p, N and Q aligned
@@ -548,8 +562,6 @@ def save_gif(recording, path: str, annotate: bool = True, steps: int = 0):
         font = ImageFont.load_default(size=FONT_SIZE)
     images = []
     for t, (f, tree, a) in enumerate(zip(recording.frames, recording.trees, recording.actions)):
-        if steps and t == steps:
-            break
         image = frame_image(f)
         if annotate:
             panel = Image.new("RGB", (FRAME_SIZE + PANEL_WIDTH, FRAME_SIZE), "white")
@@ -685,9 +697,10 @@ def run_episode(cfg: Episode):
     script, args, net, params = load_model(cfg.model)
     recording = record_episode(script, args, net, params, cfg.seed, cfg.opponent)
     out = cfg.out or default_out(cfg.model, f"episode_{cfg.seed}.gif")
-    save_gif(recording, out, steps=cfg.steps)
-    episode_table(recording, cfg.steps).to_csv(os.path.splitext(out)[0] + ".csv", index=False)
-    print(f"{min(len(recording.frames), cfg.steps or len(recording.frames))} annotated frames: {out} (numbers: .csv)")
+    shown = first_steps(recording, cfg.steps)
+    save_gif(shown, out)
+    episode_table(shown).to_csv(os.path.splitext(out)[0] + ".csv", index=False)
+    print(f"{len(shown.frames)} annotated frames: {out} (numbers: .csv)")
     return recording
 
 
@@ -1012,8 +1025,8 @@ def plot_curves(table, x: str, columns: dict, ylabel: str, path: str):
 REPO = os.path.dirname(os.path.abspath(__file__))
 TRAIN_BIN = 20_000  # frames per point of the training-return curve
 OPPONENTS = {"random": "uniform random", "mcts": "MCTSBot"}  # Breakthrough's evaluation opponents
-TARGETS = {"random": 0.98, "mcts": 0.80}  # the win rates Breakthrough's default configuration aims at (its docs page)
-# the final models' match targets by board size and opponent (the Breakthrough page)
+# the win rates Breakthrough's runs aim at, by board size and opponent (the Breakthrough page): the final models'
+# matches, and the runs' own evaluations against their MCTSBot
 MATCH_TARGETS = {
     (5, "random"): 0.98,
     (5, "mcts-100"): 0.80,
@@ -1120,10 +1133,11 @@ def replace_rows(path: str, new, env_id: str, seed: int):
 
 
 def run_flags(events: EventAccumulator) -> dict:
-    """Every flag of a run as the text of the hyperparameters table the script logs at its start ({name: value})."""
+    """Every flag of a run as the text of the hyperparameters table the script logs at its start ({name: value}),
+    under today's names."""
     (tag,) = [t for t in events.Tags()["tensors"] if t.startswith("hyperparameters")]
     text = events.Tensors(tag)[0].tensor_proto.string_val[0].decode()
-    return {line.split("|")[1]: line.split("|")[2] for line in text.splitlines() if line.count("|") >= 3}
+    return current_flag_names({line.split("|")[1]: line.split("|")[2] for line in text.splitlines() if line.count("|") >= 3})
 
 
 def protocol(flags: dict) -> str:
@@ -1140,9 +1154,8 @@ def protocol(flags: dict) -> str:
     every = f"every {int(flags['eval_interval']):,}"
     if "board_size" in flags:
         n = flags["board_size"]
-        games = flags.get("eval_episodes", flags.get("eval_games"))  # (its name in runs before 2026-11-29)
         return (
-            f"Breakthrough {n}x{n}; evaluation {every} plies and at the end: {games} games against each "
+            f"Breakthrough {n}x{n}; evaluation {every} plies and at the end: {flags['eval_episodes']} games against each "
             f"of a uniformly random player and MCTSBot-{flags['eval_mcts_simulations']}, half with each colour; {planner}"
         )
     if "frame_skip" in flags:
@@ -1259,7 +1272,7 @@ def run_collect(cfg: Collect):
             "plies": int(last.step),
             "win_rate_random": last.random,
             "win_rate_mcts": last.mcts,
-            "eval_games": int(flags.get("eval_episodes", flags.get("eval_games"))),  # (its name in runs before 2026-11-29)
+            "eval_games": int(flags["eval_episodes"]),
             "eval_mcts_simulations": int(flags["eval_mcts_simulations"]),
             "board_size": int(flags["board_size"]),
             "updates": int(events.Scalars("charts/num_updates")[-1].value),
@@ -1478,13 +1491,18 @@ def report_win_rates(out: str, figures: bool = True):
     runs = read_table(os.path.join(out, "runs.csv"))
     curves = read_table(os.path.join(out, "win_rates.csv"))
     if figures:
-        sizes = runs.get("board_size", pd.Series([5])).fillna(5).astype(int).unique()  # (rows before the column: 5x5)
-        plot_win_rates(out, curves, " / ".join(f"{n}x{n}" for n in sizes))
+        board = int(runs.get("board_size", pd.Series([5])).fillna(5).iloc[0])  # (rows before the column: 5x5)
+        targets = {
+            "random": MATCH_TARGETS.get((board, "random")),
+            "mcts": MATCH_TARGETS.get((board, f"mcts-{int(runs.eval_mcts_simulations.iloc[0])}")),
+        }
+        plot_win_rates(out, curves, board, targets)
     write_win_rate_tables(out, runs, curves)
 
 
-def plot_win_rates(out: str, curves: pd.DataFrame, board: str = "5x5"):
-    """`{out}/win_rates.png`: both win rates of every seed against plies and against wall-clock minutes."""
+def plot_win_rates(out: str, curves: pd.DataFrame, board: int, targets: dict):
+    """`{out}/win_rates.png`: both win rates of every seed against plies and against wall-clock minutes, each
+    opponent's target (MATCH_TARGETS; None: none) dotted."""
     seeds = sorted(curves.seed.unique())
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
     for ax, x, label in (
@@ -1503,15 +1521,17 @@ def plot_win_rates(out: str, curves: pd.DataFrame, board: str = "5x5"):
                     markersize=3,
                     label=f"against {name}, seed {seed}",
                 )
-            ax.axhline(TARGETS[opponent], color=colour, linestyle=":", linewidth=1)
+            if targets[opponent] is not None:
+                ax.axhline(targets[opponent], color=colour, linestyle=":", linewidth=1)
         ax.set(xlabel=label, ylim=(-0.02, 1.02))
         ax.set_xlim(left=0)
     axes[0].xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
     axes[0].set_ylabel("win rate (both colours)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=len(seeds), fontsize="small")
+    dotted = " and ".join(f"{target:g}" for target in targets.values() if target is not None)
     fig.suptitle(
-        f"Breakthrough {board}: muzero_breakthrough.py, {seeds_label(len(seeds))}"
-        f" (dotted: targets {TARGETS['random']:g} and {TARGETS['mcts']:g})",
+        f"Breakthrough {board}x{board}: muzero_breakthrough.py, {seeds_label(len(seeds))}"
+        + (f" (dotted: targets {dotted})" if dotted else ""),
         fontsize="medium",
     )
     fig.tight_layout(rect=(0, 0.04 + 0.045 * len(seeds), 1, 1))  # room for the legend below

@@ -86,7 +86,7 @@ def test_protocol_says_how_each_script_evaluates_from_its_flags():
     )
     older = logged(bt.Args())  # a run from before --eval-games took the base's name --eval-episodes
     older["eval_games"] = older.pop("eval_episodes")
-    assert tools.protocol(older) == tools.protocol(logged(bt.Args()))
+    assert tools.protocol(tools.current_flag_names(older)) == tools.protocol(logged(bt.Args()))  # as run_flags reads it
 
 
 def test_ladder_plays_every_pair_both_colours_rates_the_mcts_anchor_above_random_and_continues_where_it_stopped(
@@ -259,10 +259,10 @@ def test_annotated_frames_hold_the_search_of_their_own_step(tmp_path):
     tools.save_gif(rec, str(tmp_path / "episode.gif"))
     with Image.open(tmp_path / "episode.gif") as gif:
         assert gif.n_frames == len(rec.frames) and gif.size == (tools.FRAME_SIZE + tools.PANEL_WIDTH, tools.FRAME_SIZE)
-    tools.save_gif(rec, str(tmp_path / "first_two.gif"), steps=2)  # `episode --steps 2`
+    tools.save_gif(tools.first_steps(rec, 2), str(tmp_path / "first_two.gif"))  # `episode --steps 2`
     with Image.open(tmp_path / "first_two.gif") as gif:
         assert len(rec.frames) > 2 and gif.n_frames == 2
-    table = tools.episode_table(rec, steps=2)  # the numbers of those frames, as `episode` writes them
+    table = tools.episode_table(tools.first_steps(rec, 2))  # the numbers of those frames, as `episode` writes them
     assert table.step.tolist() == [0, 0, 0, 1, 1, 1] and table.played.sum() == 2
     for k in (0, 1):
         numbers = tools.search_numbers(rec.trees[k], rec.actions[k])
