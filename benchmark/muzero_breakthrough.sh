@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SEEDS=${SEEDS:-"1 2"}
 BOARD_SIZE=${BOARD_SIZE:-5}
-if [ "$BOARD_SIZE" = 5 ]; then  # MCTSBot-1000: 4 minutes for 200 games on 5x5; on 8x8 seconds a move, an hour for 50
+if [ "$BOARD_SIZE" = 5 ]; then  # MCTSBot-1000: 4 minutes for 200 games on 5x5; 8x8: 4.2 s a move (reported)
   MATCHES=${MATCHES:-"random:200 mcts-100:200 mcts-1000:200"}
 else
   MATCHES=${MATCHES:-"random:200 mcts-1000:50"}
