@@ -1432,10 +1432,18 @@ def at_most(curves, x: str, limit: float) -> pd.Series:
 def ppo_comparison(out: str) -> list[str]:
     """The runs in `out` beside the PPO baseline's (benchmark/ppo_minatar_gymnax.py, `{out}/ppo/ppo.csv`) at the
     same frames, the same wall-clock minutes and at its own budget: the rows of a markdown table, and `{out}/ppo.png`
-    (every seed's evaluations of both against frames and against minutes, a column per game)."""
+    (every seed's evaluations of both against frames and against minutes, a column per game). Minutes are compared
+    on one machine line: ours are those of `{out}/ppo/muzero/` (runs of the benchmark's command on PPO's machine),
+    whose line must be PPO's."""
     ppo = read_table(os.path.join(out, "ppo", "ppo.csv"))
     runs = read_table(os.path.join(out, "runs.csv"))
-    games = sorted(set(runs.env_id) & set(ppo.env_id))
+    timed_dir = os.path.join(out, "ppo", "muzero")
+    if not os.path.exists(os.path.join(timed_dir, "runs.csv")):
+        fail(f"{timed_dir}/runs.csv: no runs of ours on PPO's machine (OUT={timed_dir} bash benchmark/muzero_minatar.sh)")
+    timed = read_table(os.path.join(timed_dir, "runs.csv"))
+    if set(timed.machine) != set(ppo.machine):
+        fail(f"{timed_dir}/runs.csv ran on {sorted(set(timed.machine))}, PPO on {sorted(set(ppo.machine))}: one line")
+    games = sorted(set(runs.env_id) & set(ppo.env_id) & set(timed.env_id))
     fig, axes = plt.subplots(2, len(games), figsize=(max(3.2 * len(games), 7), 6), squeeze=False)
 
     def cell(returns: pd.Series) -> str:  # one seed: its value; several: mean ± std
@@ -1449,17 +1457,19 @@ def ppo_comparison(out: str) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for column, env_id in enumerate(games):
-        ours, theirs = runs[runs.env_id == env_id], ppo[ppo.env_id == env_id]
-        frames, minutes = ours.frames.max(), ours.wall_time_min.mean()
+        ours = runs[runs.env_id == env_id]
+        theirs = ppo[ppo.env_id == env_id]
+        frames = ours.frames.max()
+        minutes = timed[timed.env_id == env_id].wall_time_min.mean()
         final = theirs.groupby("seed").last()
         rows.append(
             f"| {env_id} | {frames:,}, {minutes:.1f} | {cell(ours.final_eval_return)} "
             f"| {cell(at_most(theirs, 'frames', frames))} | {cell(at_most(theirs, 'minutes', minutes))} "
             f"| {final.frames.max():,}, {final.minutes.mean():.1f} | {cell(final.eval_return)} |"
         )
-        curves = read_table(os.path.join(out, f"{env_id}.csv"))
         for row, (x, label) in enumerate((("frames", "environment frames"), ("minutes", "wall-clock minutes"))):
             ax = axes[row, column]
+            curves = read_table(os.path.join(out if x == "frames" else timed_dir, f"{env_id}.csv"))
             for i, (seed, run) in enumerate(curves.groupby("seed")):  # a marker per seed
                 x_values = run.step if x == "frames" else run.minutes
                 marker = "osD^v<>"[i % 7]
@@ -1482,7 +1492,9 @@ def ppo_comparison(out: str) -> list[str]:
         f"Protocol of PPO: benchmark/ppo_minatar_gymnax.py at gymnax-blines' MinAtar settings, seeds "
         f"{', '.join(map(str, sorted(ppo.seed.unique())))}, {int(ppo.eval_episodes.iloc[0])} episodes of its sampled "
         f"policy per evaluation; its minutes include compilation and leave out its evaluations. Commits "
-        f"{', '.join(ppo.commit.unique())}; machine {'; '.join(ppo.machine.unique())}. ± is the standard deviation "
+        f"{', '.join(ppo.commit.unique())}; machine {'; '.join(ppo.machine.unique())}. Our minutes: seed "
+        f"{', '.join(map(str, sorted(timed.seed.unique())))} of each game on that machine (`ppo/muzero/`, commits "
+        f"{', '.join(timed.commit.unique())}); our returns: the runs above. ± is the standard deviation "
         "over seeds; at our frames and minutes: each seed's last evaluation by then.",
     ]
 
