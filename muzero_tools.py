@@ -1443,7 +1443,7 @@ def ppo_comparison(out: str) -> list[str]:
     timed = read_table(os.path.join(timed_dir, "runs.csv"))
     if set(timed.machine) != set(ppo.machine):
         fail(f"{timed_dir}/runs.csv ran on {sorted(set(timed.machine))}, PPO on {sorted(set(ppo.machine))}: one line")
-    games = sorted(set(runs.env_id) & set(ppo.env_id) & set(timed.env_id))
+    games = sorted(set(runs.env_id) & set(ppo.env_id))
     fig, axes = plt.subplots(2, len(games), figsize=(max(3.2 * len(games), 7), 6), squeeze=False)
 
     def cell(returns: pd.Series) -> str:  # one seed: its value; several: mean ± std
@@ -1460,16 +1460,17 @@ def ppo_comparison(out: str) -> list[str]:
         ours = runs[runs.env_id == env_id]
         theirs = ppo[ppo.env_id == env_id]
         frames = ours.frames.max()
-        minutes = timed[timed.env_id == env_id].wall_time_min.mean()
+        minutes = timed[timed.env_id == env_id].wall_time_min.mean()  # NaN: not timed on PPO's machine
         final = theirs.groupby("seed").last()
         rows.append(
-            f"| {env_id} | {frames:,}, {minutes:.1f} | {cell(ours.final_eval_return)} "
+            f"| {env_id} | {frames:,}, {'–' if np.isnan(minutes) else f'{minutes:.1f}'} | {cell(ours.final_eval_return)} "
             f"| {cell(at_most(theirs, 'frames', frames))} | {cell(at_most(theirs, 'minutes', minutes))} "
             f"| {final.frames.max():,}, {final.minutes.mean():.1f} | {cell(final.eval_return)} |"
         )
         for row, (x, label) in enumerate((("frames", "environment frames"), ("minutes", "wall-clock minutes"))):
             ax = axes[row, column]
-            curves = read_table(os.path.join(out if x == "frames" else timed_dir, f"{env_id}.csv"))
+            path = os.path.join(out if x == "frames" else timed_dir, f"{env_id}.csv")
+            curves = read_table(path) if os.path.exists(path) else pd.DataFrame(columns=["seed"])
             for i, (seed, run) in enumerate(curves.groupby("seed")):  # a marker per seed
                 x_values = run.step if x == "frames" else run.minutes
                 marker = "osD^v<>"[i % 7]
