@@ -3,6 +3,7 @@
 import dataclasses
 import importlib.util
 import json
+import shutil
 
 import jax
 import jax.numpy as jnp
@@ -709,9 +710,13 @@ def test_ppo_comparison_takes_each_seeds_last_evaluation_by_our_frames_and_minut
     ]  # fmt: skip
     pd.DataFrame([{**common, "seed": s, "frames": f, "minutes": m, "eval_return": r, "eval_episodes": 32}
                   for s, f, m, r in ppo]).to_csv(tmp_path / "ppo" / "ppo.csv", index=False)  # fmt: skip
+    timed = tmp_path / "ppo" / "muzero"  # our minutes: a run on PPO's machine (the runs above: their returns)
+    timed.mkdir()
+    runs[runs.seed == 1].assign(wall_time_min=21.0).to_csv(timed / "runs.csv", index=False)
+    shutil.copy(tmp_path / "Breakout.csv", timed / "Breakout.csv")
     rows = tools.ppo_comparison(str(tmp_path))
     cells = [c.strip() for c in rows[2].split("|")[1:-1]]
-    # ours 45 ± 5; PPO by 300k frames: 2 and 4; by 21 minutes: 30 and 20; at the end: 35 and 45 after 41.5 min
+    # ours 45 ± 5 in 21 minutes; PPO by 300k frames: 2 and 4; by 21 minutes: 30 and 20; at the end: 35 and 45
     assert cells == ["Breakout", "300,000, 21.0", "45.0 ± 5.0", "3.0 ± 1.0", "25.0 ± 5.0", "10,000,000, 41.5", "40.0 ± 5.0"]
     assert (tmp_path / "ppo.png").stat().st_size > 10_000
     # one PPO seed: its values, no spread
@@ -719,6 +724,13 @@ def test_ppo_comparison_takes_each_seeds_last_evaluation_by_our_frames_and_minut
     one[one.seed == 1].to_csv(tmp_path / "ppo" / "ppo.csv", index=False)
     cells = [c.strip() for c in tools.ppo_comparison(str(tmp_path))[2].split("|")[1:-1]]
     assert cells[2:] == ["45.0 ± 5.0", "2.0", "30.0", "10,000,000, 41.0", "35.0"]
+    # a game not timed on PPO's machine: no minutes; timed on another machine: refused
+    pd.read_csv(timed / "runs.csv").assign(env_id="Asterix").to_csv(timed / "runs.csv", index=False)
+    cells = [c.strip() for c in tools.ppo_comparison(str(tmp_path))[2].split("|")[1:-1]]
+    assert cells[1] == "300,000, –" and cells[4] == "–"
+    pd.read_csv(timed / "runs.csv").assign(machine="another").to_csv(timed / "runs.csv", index=False)
+    with pytest.raises(tools.BadInput, match="PPO on"):
+        tools.ppo_comparison(str(tmp_path))
 
 
 def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
