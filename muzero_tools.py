@@ -1494,7 +1494,8 @@ def ppo_comparison(out: str) -> list[str]:
         f"{', '.join(map(str, sorted(ppo.seed.unique())))}, {int(ppo.eval_episodes.iloc[0])} episodes of its sampled "
         f"policy per evaluation; its minutes include compilation and leave out its evaluations. Commits "
         f"{', '.join(ppo.commit.unique())}; machine {'; '.join(ppo.machine.unique())}. Our minutes: seed "
-        f"{', '.join(map(str, sorted(timed.seed.unique())))} of each game on that machine (`ppo/muzero/`, commits "
+        f"{', '.join(map(str, sorted(timed.seed.unique())))} of {', '.join(sorted(timed.env_id.unique()))} on that "
+        f"machine (`ppo/muzero/`, commits "
         f"{', '.join(timed.commit.unique())}); our returns: the runs above. ± is the standard deviation "
         "over seeds; at our frames and minutes: each seed's last evaluation by then.",
     ]
