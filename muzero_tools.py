@@ -1174,19 +1174,28 @@ def protocol(flags: dict) -> str:
 
 
 def protocol_line(runs: pd.DataFrame) -> str:
-    """The protocol line under a table of `runs` (rows of runs.csv): its protocol, or each of its protocols with the
-    runs it covers."""
+    """The protocol line under a table of `runs` (rows of runs.csv): its protocol, or, where the runs have several,
+    the words they share once and the words that differ with the runs each covers (games with the same seeds named
+    together)."""
     if "protocol" not in runs or runs.protocol.isna().any():
         return "Protocol: not recorded for every run (collected before runs.csv had a protocol column)."
-    parts = []
+    texts = list(runs.protocol.unique())
+    if len(texts) == 1:
+        return f"Protocol: {texts[0]}."
+    words = [text.split(" ") for text in texts]
+    shared_start = len(os.path.commonprefix(words))
+    shared_end = len(os.path.commonprefix([w[shared_start:][::-1] for w in words]))
+    variants = []
     for text, group in runs.groupby("protocol", sort=False):
-        if runs.protocol.nunique() > 1:
-            covered = "; ".join(
-                f"{env_id} seed{'s' * (len(g) > 1)} {', '.join(map(str, g.seed))}" for env_id, g in group.groupby("env_id")
-            )
-            text = f"{text} ({covered})"
-        parts.append(text)
-    return "Protocol: " + ". ".join(parts) + "."
+        seeds_of_game = group.groupby("env_id").seed.apply(lambda seeds: ", ".join(map(str, seeds)))
+        covered = "; ".join(
+            f"{', '.join(games.index)} seed{'s' * (',' in seeds)} {seeds}"
+            for seeds, games in seeds_of_game.groupby(seeds_of_game, sort=False)
+        )
+        differing = text.split(" ")[shared_start : len(text.split(" ")) - shared_end]
+        variants.append(f"{' '.join(differing)} ({covered})")
+    shared = words[0]
+    return "Protocol: " + " ".join([*shared[:shared_start], " or ".join(variants), *shared[len(shared) - shared_end :]]) + "."
 
 
 def game_title(env_id: str) -> str:
@@ -1372,10 +1381,8 @@ def run_report(cfg: Report):
         f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}.",
         "The final evaluation is the mean return of "
         + " or ".join(map(str, sorted(runs.get("eval_episodes", pd.Series([8])).fillna(8).astype(int).unique())))
-        + " episodes (`--eval-episodes`) with the evaluation planner; ± is the "
-        "standard deviation over seeds (population, ddof=0). CPU steal: share of the machine's CPU "
-        "time that the virtual machine's host gave to others during the run (from /proc/stat), the "
-        "reason wall times vary.",
+        + " episodes (`--eval-episodes`) with the evaluation planner; ± is the standard deviation over seeds "
+        "(ddof=0). CPU steal: share of the CPU time the host gave to other machines during the run (/proc/stat).",
         protocol_line(runs),
     ]
     if os.path.exists(os.path.join(out, "ppo", "ppo.csv")):
@@ -1496,8 +1503,8 @@ def ppo_comparison(out: str) -> list[str]:
         f"{', '.join(ppo.commit.unique())}; machine {'; '.join(ppo.machine.unique())}. Our minutes: seed "
         f"{', '.join(map(str, sorted(timed.seed.unique())))} of {', '.join(sorted(timed.env_id.unique()))} on that "
         f"machine (`ppo/muzero/`, commits "
-        f"{', '.join(timed.commit.unique())}); our returns: the runs above. ± is the standard deviation "
-        "over seeds; at our frames and minutes: each seed's last evaluation by then.",
+        f"{', '.join(timed.commit.unique())}); our returns: the runs above. At our frames and minutes: "
+        "each seed's last evaluation by then.",
     ]
 
 
@@ -1612,7 +1619,7 @@ class RandomReturns:
 
     out: str
     """where random.csv goes (e.g. docs/benchmark/muzero_minatar)"""
-    env_ids: tuple[str, ...] = ("Asterix", "Breakout", "Freeway", "SpaceInvaders")
+    env_ids: tuple[str, ...] = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
     """MinAtar games, or envpool's Atari ids (e.g. Breakout-v5 Pong-v5)"""
     episodes: int = 200
     seed: int = 0

@@ -4,7 +4,7 @@
 # collects each run's evaluation curve into docs/benchmark/muzero_minatar/ and redraws the
 # curves and the table the docs show.
 #
-#   bash benchmark/muzero_minatar.sh                      # all 4 games x seeds 1-5
+#   bash benchmark/muzero_minatar.sh                      # all 5 games x seeds 1-5
 #   GAMES="Freeway" SEEDS="3" bash benchmark/muzero_minatar.sh --track
 #
 # Extra arguments are passed to every run (e.g. --track --wandb-entity me). The frame budget per
@@ -19,7 +19,7 @@
 # minutes are its time running: collect leaves out the pauses between its pieces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-GAMES=${GAMES:-"Asterix Breakout Freeway SpaceInvaders"}
+GAMES=${GAMES:-"Asterix Breakout Freeway Seaquest SpaceInvaders"}
 SEEDS=${SEEDS:-"1 2 3 4 5"}
 OUT=${OUT:-docs/benchmark/muzero_minatar}
 SCRIPT=${SCRIPT:-muzero_minatar.py}
