@@ -1182,9 +1182,12 @@ def protocol_line(runs: pd.DataFrame) -> str:
     texts = list(runs.protocol.unique())
     if len(texts) == 1:
         return f"Protocol: {texts[0]}."
-    words = [text.split(" ") for text in texts]
-    shared_start = len(os.path.commonprefix(words))
-    shared_end = len(os.path.commonprefix([w[shared_start:][::-1] for w in words]))
+    words = {text: text.split(" ") for text in texts}
+    shortest = min(map(len, words.values()))
+    # shared words at the start and the end, leaving each protocol at least one word of its own
+    shared_start = min(len(os.path.commonprefix(list(words.values()))), shortest - 1)
+    ends = [w[shared_start:][::-1] for w in words.values()]
+    shared_end = min(len(os.path.commonprefix(ends)), shortest - shared_start - 1)
     variants = []
     for text, group in runs.groupby("protocol", sort=False):
         seeds_of_game = group.groupby("env_id").seed.apply(lambda seeds: ", ".join(map(str, seeds)))
@@ -1192,9 +1195,9 @@ def protocol_line(runs: pd.DataFrame) -> str:
             f"{', '.join(games.index)} seed{'s' * (',' in seeds)} {seeds}"
             for seeds, games in seeds_of_game.groupby(seeds_of_game, sort=False)
         )
-        differing = text.split(" ")[shared_start : len(text.split(" ")) - shared_end]
-        variants.append(f"{' '.join(differing)} ({covered})")
-    shared = words[0]
+        own = words[text][shared_start : len(words[text]) - shared_end]
+        variants.append(f"{' '.join(own)} ({covered})")
+    shared = words[texts[0]]
     return "Protocol: " + " ".join([*shared[:shared_start], " or ".join(variants), *shared[len(shared) - shared_end :]]) + "."
 
 
