@@ -1173,6 +1173,18 @@ def protocol(flags: dict) -> str:
     )
 
 
+def seed_ranges(seeds) -> str:
+    """Seeds as text, three or more consecutive ones as a range: [1, 2, 3, 4, 5] -> "1-5", [1, 2, 4] -> "1, 2, 4"."""
+    seeds = sorted(seeds)
+    runs = []  # runs of consecutive seeds
+    for seed in seeds:
+        if runs and seed == runs[-1][-1] + 1:
+            runs[-1].append(seed)
+        else:
+            runs.append([seed])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) >= 3 else ", ".join(map(str, run)) for run in runs)
+
+
 def protocol_line(runs: pd.DataFrame) -> str:
     """The protocol line under a table of `runs` (rows of runs.csv): its protocol, or, where the runs have several,
     the words they share once and the words that differ with the runs each covers (games with the same seeds named
@@ -1190,9 +1202,9 @@ def protocol_line(runs: pd.DataFrame) -> str:
     shared_end = min(len(os.path.commonprefix(ends)), shortest - shared_start - 1)
     variants = []
     for text, group in runs.groupby("protocol", sort=False):
-        seeds_of_game = group.groupby("env_id").seed.apply(lambda seeds: ", ".join(map(str, seeds)))
+        seeds_of_game = group.groupby("env_id").seed.apply(seed_ranges)
         covered = "; ".join(
-            f"{', '.join(games.index)} seed{'s' * (',' in seeds)} {seeds}"
+            f"{', '.join(games.index)} seed{'s' * (not seeds.isdigit())} {seeds}"
             for seeds, games in seeds_of_game.groupby(seeds_of_game, sort=False)
         )
         own = words[text][shared_start : len(words[text]) - shared_end]

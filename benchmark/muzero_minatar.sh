@@ -11,7 +11,7 @@
 # run is the script's default --total-timesteps (300k environment steps, 10-25 min a run on 2 cores);
 # TOTAL_TIMESTEPS overrides it. SCRIPT runs a variant instead (benchmark/muzero_minatar_reanalyze.sh). Runs are
 # evaluated every 50k frames (the script's --eval-interval is 100k), so that curves have six points: the three more
-# evaluations took 76 s of a 22.6-minute Breakout run (5.6%; docs/benchmark/muzero_minatar/ppo/muzero/).
+# evaluations took 76 s of a 23.0-minute Breakout run (5.5%; docs/benchmark/muzero_minatar/ppo/muzero/runs.csv).
 #
 # Runs longer than a sitting: CHECKPOINT_INTERVAL=50000 gives new runs a checkpoint every 50k steps, and with
 # RESUME=1 a run of the same game, seed and --exp-name that has a checkpoint and no finished.json (stopped, e.g.

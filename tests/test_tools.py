@@ -104,6 +104,11 @@ def test_protocol_line_states_the_shared_words_once_and_names_the_runs_of_each_v
     assert tools.protocol_line(runs) == "Protocol: every 100k (Asterix, Breakout seeds 1, 2) or other (Seaquest seed 1)."
     runs.loc[4, "protocol"] = "every 100k frames"  # one protocol the other's start: each keeps a word of its own
     assert tools.protocol_line(runs) == "Protocol: every 100k (Asterix, Breakout seeds 1, 2) or 100k frames (Seaquest seed 1)."
+    seaquest = pd.DataFrame({"env_id": "Seaquest", "seed": [5, 1, 2, 3, 4, 9], "protocol": "every 50k"})
+    assert tools.protocol_line(pd.concat([runs.iloc[:4], seaquest])) == (
+        "Protocol: every 100k (Asterix, Breakout seeds 1, 2) or 50k (Seaquest seeds 1-5, 9)."  # consecutive seeds as a range
+    )
+    assert tools.protocol_line(pd.concat([runs.iloc[:4], seaquest.iloc[-1:]])).endswith("or 50k (Seaquest seed 9).")
 
 
 def test_ladder_plays_every_pair_both_colours_rates_the_mcts_anchor_above_random_and_continues_where_it_stopped(
