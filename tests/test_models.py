@@ -1,5 +1,6 @@
 """The trained models committed under docs/benchmark/ (a benchmark's seed 1, final) load, their sha256 checked, and
-play at their benchmark's level: README's `evaluate` snippet with the MinAtar one, `match` with the Breakthrough one."""
+play at their benchmark's level: README's `evaluate` snippet with the MinAtar one, `match` with the Breakthrough one,
+`evaluate` with the Atari one."""
 
 import os
 import re
@@ -11,6 +12,7 @@ import muzero_tools as tools
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BREAKTHROUGH_MODEL = "docs/benchmark/muzero_breakthrough/models/breakthrough__muzero_breakthrough__1.muzero_model"
+ATARI_MODEL = "docs/benchmark/muzero_atari_multigpu/models/Breakout-v5__muzero_atari_multigpu__1.muzero_model"
 
 
 def test_readme_evaluate_snippet_plays_the_committed_breakout_model_far_above_a_random_policy(monkeypatch):
@@ -31,3 +33,12 @@ def test_the_committed_breakthrough_model_wins_a_match_against_a_random_player(t
     match = pd.read_csv(tmp_path / "matches.csv")
     assert match.games.item() == 10 and match.board_size.item() == 5
     assert match.win_rate.item() >= 0.9
+
+
+def test_the_committed_atari_model_plays_whole_breakout_games_at_the_random_players_level():
+    """Breakout-v5 seed 1 of the Atari 100k benchmark (final evaluation 1.06, a random player 1.40): two whole games
+    (all lives) with its evaluation planner, each scoring what a near-random player scores."""
+    returns = np.asarray(tools.evaluate(os.path.join(ROOT, ATARI_MODEL), eval_episodes=2))
+    random_player = pd.read_csv(os.path.join(ROOT, "docs/benchmark/muzero_atari_multigpu/random.csv")).set_index("env_id")
+    assert returns.shape == (2,) and np.all(returns == np.round(returns))  # whole bricks
+    assert np.all(returns >= 0) and np.mean(returns) <= 10 * random_player.random_return["Breakout-v5"]
