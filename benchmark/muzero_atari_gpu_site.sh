@@ -2,7 +2,7 @@
 # The packages the one-GPU check needs beside a GPU machine's own jax, flax and optax, as a folder to carry there
 # (no internet on that machine; 64 MiB may travel). Run where there is internet:
 #
-#   bash benchmark/muzero_atari_gpu_site.sh            # makes .gpucheck/site and .gpucheck/assets (about 28 MB)
+#   bash benchmark/muzero_atari_gpu_site.sh            # makes .gpucheck/site and .gpucheck/assets (about 38 MB)
 #   SITE=.gpucheck bash benchmark/muzero_atari_gpu.sh  # there: the check, with those folders on the path
 #
 # envpool's wheel holds every environment family (150 MB installed) and asks for 600 MB of assets; the check needs
