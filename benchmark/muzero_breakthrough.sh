@@ -6,14 +6,14 @@
 #
 #   bash benchmark/muzero_breakthrough.sh                 # 5x5 (the docs' defaults), seeds 1 2
 #   SEEDS="3" bash benchmark/muzero_breakthrough.sh --track
-#   BOARD_SIZE=8 bash benchmark/muzero_breakthrough.sh    # the full board, into $OUT/board_8 (2M plies)
+#   BOARD_SIZE=8 bash benchmark/muzero_breakthrough.sh    # the full board, into $OUT/board_8 (2M plies, 2.4 h)
 #   MATCHES="mcts-10000:50" LADDER="" bash benchmark/muzero_breakthrough.sh   # a stronger opponent
 #
 # Extra arguments are passed to every run. BOARD_SIZE (default 5) sets --board-size; another board than 5 runs
 # with --exp-name muzero_breakthrough_{n}x{n} and its results go to $OUT/board_{n}. MATCHES lists the final
 # model's matches as opponent:games (opponent random or mcts-{simulations}); LADDER the MCTSBot anchors of the
 # ladder (empty: no ladder; on another board than 5 it is empty unless given). On 8x8 the runs take 2M plies,
-# evaluated every 200k (8x8 at the defaults: 326 plies/s against 5x5's 350, so 2M plies is under 2 hours). Each run keeps a checkpoint every --checkpoint-interval plies (50k) with its
+# evaluated every 200k: about 100 minutes of training (330-380 plies/s) and 45 of evaluations on 2 cores. Each run keeps a checkpoint every --checkpoint-interval plies (50k) with its
 # parameters in runs/{run_name}/models/. Runs longer than a sitting: with RESUME=1 a run of the same seed and
 # --exp-name that has a checkpoint and no finished.json (stopped, e.g. at the end of a session) is continued with
 # --resume, and its wall time is its time running (collect leaves out the pauses between its pieces).
