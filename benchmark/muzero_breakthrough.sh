@@ -13,7 +13,8 @@
 # with --exp-name muzero_breakthrough_{n}x{n} and its results go to $OUT/board_{n}. MATCHES lists the final
 # model's matches as opponent:games (opponent random or mcts-{simulations}); LADDER the MCTSBot anchors of the
 # ladder (empty: no ladder; on another board than 5 it is empty unless given). On 8x8 the runs take 2M plies,
-# evaluated every 200k: about 100 minutes of training (330-380 plies/s) and 45 of evaluations on 2 cores. Each run keeps a checkpoint every --checkpoint-interval plies (50k) with its
+# evaluated every 200k: about 100 minutes of training (300-390 plies/s) and 45 of evaluations on 2 cores.
+# Each run keeps a checkpoint every --checkpoint-interval plies (50k) with its
 # parameters in runs/{run_name}/models/. Runs longer than a sitting: with RESUME=1 a run of the same seed and
 # --exp-name that has a checkpoint and no finished.json (stopped, e.g. at the end of a session) is continued with
 # --resume, and its wall time is its time running (collect leaves out the pauses between its pieces).
@@ -23,11 +24,11 @@ SEEDS=${SEEDS:-"1 2"}
 BOARD_SIZE=${BOARD_SIZE:-5}
 if [ "$BOARD_SIZE" = 5 ]; then  # MCTSBot-1000: 4 minutes for 200 games on 5x5; 8x8: 4.2 s a move (reported)
   MATCHES=${MATCHES:-"random:200 mcts-100:200 mcts-1000:200"}
+  LADDER=${LADDER-"100"}
 else
   MATCHES=${MATCHES:-"random:200 mcts-1000:50"}
   LADDER=${LADDER-""}
 fi
-LADDER=${LADDER-"100"}
 exp_name=muzero_breakthrough
 OUT=${OUT:-docs/benchmark/muzero_breakthrough}
 board=(--board-size "$BOARD_SIZE")
