@@ -8,9 +8,12 @@
 #   SEEDS="3" bash benchmark/muzero_breakthrough.sh --track
 #   BOARD_SIZE=8 bash benchmark/muzero_breakthrough.sh    # the full board, into $OUT/board_8 (2M plies, 2.4 h)
 #   MATCHES="mcts-10000:50" LADDER="" bash benchmark/muzero_breakthrough.sh   # a stronger opponent
+#   EXP_NAME=considered_4 OUT=docs/benchmark/muzero_breakthrough/considered_4 BOARD_SIZE=8 \
+#     bash benchmark/muzero_breakthrough.sh --max-num-considered-actions 4              # a setting beside the defaults
 #
 # Extra arguments are passed to every run. BOARD_SIZE (default 5) sets --board-size; another board than 5 runs
-# with --exp-name muzero_breakthrough_{n}x{n} and its results go to $OUT/board_{n}. MATCHES lists the final
+# with --exp-name muzero_breakthrough_{n}x{n} (EXP_NAME replaces it, on any board) and its results go to
+# $OUT/board_{n}. MATCHES lists the final
 # model's matches as opponent:games (opponent random or mcts-{simulations}); LADDER the MCTSBot anchors of the
 # ladder (empty: no ladder; on another board than 5 it is empty unless given). On 8x8 the runs take 2M plies,
 # evaluated every 200k: about 100 minutes of training (300-390 plies/s) and 45 of evaluations on 2 cores.
@@ -29,15 +32,16 @@ else
   MATCHES=${MATCHES:-"random:200 mcts-1000:50"}
   LADDER=${LADDER-""}
 fi
-exp_name=muzero_breakthrough
 OUT=${OUT:-docs/benchmark/muzero_breakthrough}
 board=(--board-size "$BOARD_SIZE")
-if [ "$BOARD_SIZE" != 5 ]; then
-  exp_name=muzero_breakthrough_${BOARD_SIZE}x${BOARD_SIZE}
-  board+=(--exp-name "$exp_name")
+if [ "$BOARD_SIZE" = 5 ]; then
+  exp_name=${EXP_NAME:-muzero_breakthrough}
+else
+  exp_name=${EXP_NAME:-muzero_breakthrough_${BOARD_SIZE}x${BOARD_SIZE}}
   if [ "$BOARD_SIZE" = 8 ]; then board+=(--total-timesteps 2000000 --eval-interval 200000); fi
   OUT=$OUT/board_$BOARD_SIZE
 fi
+board+=(--exp-name "$exp_name")  # (RESUME finds a run by it)
 mkdir -p "$OUT/logs"
 cpu_ticks() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 for seed in $SEEDS; do
