@@ -8,35 +8,31 @@
 #   SEEDS="3" bash benchmark/muzero_breakthrough.sh --track
 #   BOARD_SIZE=8 bash benchmark/muzero_breakthrough.sh    # the full board, into $OUT/board_8 (2M plies, 2.4 h)
 #   MATCHES="mcts-10000:50" LADDER="" bash benchmark/muzero_breakthrough.sh   # a stronger opponent
-#   EXP_NAME=considered_4 OUT=docs/benchmark/muzero_breakthrough/considered_4 BOARD_SIZE=8 \
-#     bash benchmark/muzero_breakthrough.sh --max-num-considered-actions 4              # a setting beside the defaults
+#   EXP_NAME=muzero_breakthrough_8x8_considered_4 OUT=docs/benchmark/muzero_breakthrough/considered_4 BOARD_SIZE=8 \
+#     bash benchmark/muzero_breakthrough.sh --max-num-considered-actions 4   # a setting beside the defaults
 #
 # Extra arguments are passed to every run. BOARD_SIZE (default 5) sets --board-size; another board than 5 runs
 # with --exp-name muzero_breakthrough_{n}x{n} (EXP_NAME replaces it, on any board) and its results go to
-# $OUT/board_{n}. MATCHES lists the final
-# model's matches as opponent:games (opponent random or mcts-{simulations}); LADDER the MCTSBot anchors of the
-# ladder (empty: no ladder; on another board than 5 it is empty unless given). On 8x8 the runs take 2M plies,
-# evaluated every 200k: about 100 minutes of training (300-390 plies/s) and 45 of evaluations on 2 cores.
-# Each run keeps a checkpoint every --checkpoint-interval plies (50k) with its
-# parameters in runs/{run_name}/models/. Runs longer than a sitting: with RESUME=1 a run of the same seed and
-# --exp-name that has a checkpoint and no finished.json (stopped, e.g. at the end of a session) is continued with
-# --resume, and its wall time is its time running (collect leaves out the pauses between its pieces).
+# $OUT/board_{n}. MATCHES lists the final model's matches as opponent:games (opponent random or mcts-{simulations});
+# LADDER the MCTSBot anchors of the ladder (empty: no ladder; on another board than 5 it is empty unless given).
+# On 8x8 the runs take 2M plies, evaluated every 200k: about 100 minutes of training (300-390 plies/s) and 45 of
+# evaluations on 2 cores. Each run keeps a checkpoint every --checkpoint-interval plies (50k) with its parameters in
+# runs/{run_name}/models/. Runs longer than a sitting: with RESUME=1 a run of the same seed and --exp-name that has
+# a checkpoint and no finished.json (stopped, e.g. at the end of a session) is continued with --resume, and its wall
+# time is its time running (collect leaves out the pauses between its pieces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SEEDS=${SEEDS:-"1 2"}
 BOARD_SIZE=${BOARD_SIZE:-5}
+OUT=${OUT:-docs/benchmark/muzero_breakthrough}
+board=(--board-size "$BOARD_SIZE")
 if [ "$BOARD_SIZE" = 5 ]; then  # MCTSBot-1000: 4 minutes for 200 games on 5x5; 8x8: 4.2 s a move (reported)
   MATCHES=${MATCHES:-"random:200 mcts-100:200 mcts-1000:200"}
   LADDER=${LADDER-"100"}
+  exp_name=${EXP_NAME:-muzero_breakthrough}
 else
   MATCHES=${MATCHES:-"random:200 mcts-1000:50"}
   LADDER=${LADDER-""}
-fi
-OUT=${OUT:-docs/benchmark/muzero_breakthrough}
-board=(--board-size "$BOARD_SIZE")
-if [ "$BOARD_SIZE" = 5 ]; then
-  exp_name=${EXP_NAME:-muzero_breakthrough}
-else
   exp_name=${EXP_NAME:-muzero_breakthrough_${BOARD_SIZE}x${BOARD_SIZE}}
   if [ "$BOARD_SIZE" = 8 ]; then board+=(--total-timesteps 2000000 --eval-interval 200000); fi
   OUT=$OUT/board_$BOARD_SIZE
