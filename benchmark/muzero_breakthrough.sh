@@ -39,42 +39,22 @@ else
 fi
 board+=(--exp-name "$exp_name")  # (RESUME finds a run by it)
 mkdir -p "$OUT/logs"
-cpu_ticks() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+. benchmark/run_seed.sh
 for seed in $SEEDS; do
   log="$OUT/logs/breakthrough__seed${seed}.log"
   echo "== breakthrough ${BOARD_SIZE}x${BOARD_SIZE} seed $seed (log: $log)"
-  commit=$(python muzero_tools.py commit --out "$OUT")
-  start=$(date +%s)
-  read -r steal0 total0 < <(cpu_ticks)
-  unfinished=""
-  if [ -n "${RESUME:-}" ]; then
-    for d in runs/"breakthrough__${exp_name}__${seed}__"*; do
-      if [ -f "$d/checkpoint.pkl" ] && [ ! -f "$d/finished.json" ]; then unfinished=$d; fi
-    done
-  fi
-  command=(python muzero_breakthrough.py --seed "$seed" --save-model "${board[@]}" "$@")
-  wall_time=()
-  if [ -n "$unfinished" ]; then  # the same flags: --resume refuses others
-    "${command[@]}" --resume "$unfinished" 2>&1 | tee -a "$log"  # (the log keeps every piece)
-  else
-    "${command[@]}" 2>&1 | tee "$log"
-    wall_time=(--wall-time $(( $(date +%s) - start )))  # one piece: its wall time (else collect sums the pieces)
-  fi
-  read -r steal1 total1 < <(cpu_ticks)
-  steal=$(awk -v s=$((steal1 - steal0)) -v t=$((total1 - total0)) 'BEGIN {printf "%.3f", s / t}')
-  run_dir=$(sed -n 's/^run: \(runs\/[^ ]*\).*/\1/p' "$log" | head -n 1)
-  python muzero_tools.py collect --run-dir "$run_dir" "${wall_time[@]}" --commit "$commit" \
-    --cpu-steal "$steal" --out "$OUT"
+  run_seed "$log" "breakthrough__${exp_name}__${seed}__" "$OUT" python muzero_breakthrough.py --seed "$seed" --save-model \
+    "${board[@]}" "$@"
   for match in $MATCHES; do  # opponent:games
     opponent=${match%%:*}
     simulations=()
     if [ "$opponent" != random ]; then simulations=(--mcts-simulations "${opponent#mcts-}"); fi
-    python muzero_tools.py match --model "$(ls "$run_dir"/*.muzero_model)" --opponent "${opponent%%-*}" \
-      "${simulations[@]}" --games "${match#*:}" --commit "$commit" --out "$OUT"
+    python muzero_tools.py match --model "$(ls "$RUN_DIR"/*.muzero_model)" --opponent "${opponent%%-*}" \
+      "${simulations[@]}" --games "${match#*:}" --commit "$RUN_COMMIT" --out "$OUT"
   done
   if [ -n "$LADDER" ] && [ "$seed" = "${SEEDS%% *}" ]; then  # the first seed's checkpoints
     # shellcheck disable=SC2086  # LADDER is a list of numbers
-    python muzero_tools.py ladder --run-dir "$run_dir" --every 2 --games-per-pair 40 --mcts-simulations $LADDER \
+    python muzero_tools.py ladder --run-dir "$RUN_DIR" --every 2 --games-per-pair 40 --mcts-simulations $LADDER \
       --out "$OUT/ladder/seed$seed"
   fi
 done

@@ -31,36 +31,13 @@ args=("$@")
 for i in "${!args[@]}"; do if [ "${args[$i]}" = "--exp-name" ]; then exp_name=${args[$((i + 1))]}; fi; done
 checkpoints=()
 if [ -n "${CHECKPOINT_INTERVAL:-}" ]; then checkpoints=(--checkpoint-interval "$CHECKPOINT_INTERVAL"); fi
-# steal and total CPU ticks of the machine (/proc/stat): time the host gave to other VMs is reported
-# beside each run's wall time
-cpu_ticks() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+. benchmark/run_seed.sh
 for env_id in $GAMES; do
   for seed in $SEEDS; do
     log="$OUT/logs/${env_id}__seed${seed}.log"
     echo "== $env_id seed $seed (log: $log)"
-    # the commit the run's code comes from ("+changes" if anything but $OUT differs from it)
-    commit=$(python muzero_tools.py commit --out "$OUT")
-    start=$(date +%s)
-    read -r steal0 total0 < <(cpu_ticks)
-    unfinished=""
-    if [ -n "${RESUME:-}" ]; then
-      for d in runs/"${env_id}__${exp_name}__${seed}__"*; do
-        if [ -f "$d/checkpoint.pkl" ] && [ ! -f "$d/finished.json" ]; then unfinished=$d; fi
-      done
-    fi
-    command=(python "$SCRIPT" --env-id "$env_id" --seed "$seed" --eval-interval 50000 "${budget[@]}" "${checkpoints[@]}" "$@")
-    wall_time=()
-    if [ -n "$unfinished" ]; then  # the same flags: --resume refuses others
-      "${command[@]}" --resume "$unfinished" 2>&1 | tee -a "$log"  # (the log keeps every piece)
-    else
-      "${command[@]}" 2>&1 | tee "$log"
-      wall_time=(--wall-time $(( $(date +%s) - start )))  # one piece: its wall time (else collect sums the pieces)
-    fi
-    read -r steal1 total1 < <(cpu_ticks)
-    steal=$(awk -v s=$((steal1 - steal0)) -v t=$((total1 - total0)) 'BEGIN {printf "%.3f", s / t}')
-    run_dir=$(sed -n 's/^run: \(runs\/[^ ]*\).*/\1/p' "$log" | head -n 1)  # the script's first line names it
-    python muzero_tools.py collect --run-dir "$run_dir" "${wall_time[@]}" --commit "$commit" \
-      --cpu-steal "$steal" --out "$OUT"
+    run_seed "$log" "${env_id}__${exp_name}__${seed}__" "$OUT" python "$SCRIPT" --env-id "$env_id" --seed "$seed" \
+      --eval-interval 50000 "${budget[@]}" "${checkpoints[@]}" "$@"
   done
 done
 python muzero_tools.py report --out "$OUT"
