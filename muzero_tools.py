@@ -42,6 +42,7 @@ import glob
 import hashlib
 import importlib
 import importlib.metadata
+import itertools
 import json
 import os
 import platform
@@ -143,6 +144,12 @@ def model_step(path: str):
     return int(found.group(1)) if found else np.nan
 
 
+def run_label(run_dir: str) -> str:
+    """`{exp_name}__{seed}` of a run directory runs/{env_id}__{exp_name}__{seed}__{time} (else its base name)."""
+    parts = os.path.basename(os.path.normpath(run_dir)).split("__")
+    return "__".join(parts[1:3]) if len(parts) == 4 else "__".join(parts)
+
+
 def checkpoint_models(run_dir: str) -> list[tuple[int, str]]:
     """(training step, path) of every checkpoint model a muzero_breakthrough.py run saved, by step."""
     return sorted((model_step(path), path) for path in glob.glob(os.path.join(run_dir, "models", "step_*.muzero_model")))
@@ -171,12 +178,13 @@ class OpeningMoves:
 
 @dataclass
 class Ladder:
-    """Round-robin tournament among a Breakthrough run's checkpoints and fixed anchors (a uniformly random player and
-    MCTSBots), rated by Bradley-Terry. Each pair's result is written to games.csv as it ends: a tournament stopped
-    part way continues from there when run again with the same flags and --out."""
+    """Round-robin tournament among the checkpoints of one or more Breakthrough runs and fixed anchors (a uniformly
+    random player and MCTSBots), rated by Bradley-Terry. Each pair's result is written to games.csv as it ends: a
+    tournament stopped part way continues from there when run again with the same flags and --out."""
 
-    run_dir: str
-    """a muzero_breakthrough.py run directory (runs/{run_name}) whose models/ holds checkpoint models"""
+    run_dirs: tuple[str, ...]
+    """muzero_breakthrough.py run directories (runs/{run_name}) whose models/ hold checkpoint models; the
+    checkpoints of several runs (other seeds, other settings) play in one tournament"""
     games_per_pair: int = 20
     """games each pair plays, half with each colour (even)"""
     mcts_simulations: tuple[int, ...] = (100,)
@@ -192,25 +200,25 @@ class Ladder:
     seed: int = 0
     """fixes the search noise and the anchors' moves"""
     out: str = ""
-    """where games.csv, ratings.csv and ladder.png go (default: {run_dir}/ladder)"""
+    """where games.csv, ratings.csv and ladder.png go (default: {the first run dir}/ladder)"""
 
 
 def ladder_flags(cfg: Ladder) -> dict:
     """The flags that decide a ladder's games (its players are the run's checkpoints and the anchors)."""
     flags = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("out", "prior_games")}
-    return {**flags, "mcts_simulations": list(cfg.mcts_simulations)}
+    return {**flags, "run_dirs": list(cfg.run_dirs), "mcts_simulations": list(cfg.mcts_simulations)}
 
 
 def read_played_pairs(out: str, cfg: Ladder) -> dict:
-    """{(player, opponent): (wins, losses)} of a ladder of the same run in `out` that was stopped part way; {} if
-    there is none (a ladder of another run there is replaced). The same run's ladder of other flags is refused:
+    """{(player, opponent): (wins, losses)} of a ladder of the same runs in `out` that was stopped part way; {} if
+    there is none (a ladder of other runs there is replaced). The same runs' ladder of other flags is refused:
     its games would not be this ladder's."""
     flags_path = os.path.join(out, "ladder.json")
     if not os.path.exists(os.path.join(out, "games.csv")) or not os.path.exists(flags_path):
         return {}
     with open(flags_path) as f:
         before = json.load(f)
-    if before.get("run_dir") != cfg.run_dir:
+    if before.get("run_dirs") != list(cfg.run_dirs):
         return {}
     changed = [k for k, v in ladder_flags(cfg).items() if before.get(k) != v]
     if changed:
@@ -235,30 +243,50 @@ def run_ladder(cfg: Ladder):
         fail(f"--games-per-pair must be even (got {cfg.games_per_pair}): half the games with each colour")
     if cfg.opening_plies < 0:
         fail(f"--opening-plies must be non-negative (got {cfg.opening_plies})")
-    models = checkpoint_models(cfg.run_dir)[:: cfg.every]
-    if not models:
-        fail(
-            f"--run-dir {cfg.run_dir}: no models/step_*.muzero_model (run muzero_breakthrough.py with "
-            "--checkpoint-interval; every checkpoint saves one)"
-        )
-    out = cfg.out or os.path.join(cfg.run_dir, "ladder")
+    if not cfg.run_dirs:
+        fail("--run-dirs: give at least one run directory")
+    labels = [run_label(run_dir) for run_dir in cfg.run_dirs]
+    if len(set(labels)) < len(labels):
+        fail(f"--run-dirs: two runs of one --exp-name and seed ({', '.join(labels)}): their players would share names")
+    runs = []  # per run: its label and its every-th checkpoint models as (step, path)
+    for run_dir, label in zip(cfg.run_dirs, labels):
+        models = checkpoint_models(run_dir)[:: cfg.every]
+        if not models:
+            fail(
+                f"--run-dirs {run_dir}: no models/step_*.muzero_model (run muzero_breakthrough.py with "
+                "--checkpoint-interval; every checkpoint saves one)"
+            )
+        runs.append((label, models))
+    out = cfg.out or os.path.join(cfg.run_dirs[0], "ladder")
     played = read_played_pairs(out, cfg)  # before anything is written: a mismatch stops the run with out untouched
+    anchors = (0, *cfg.mcts_simulations)  # MCTSBot simulations; 0: the random player
+    names = ["random", *(f"mcts{n}" for n in cfg.mcts_simulations)]
+    run_of = [np.nan] * len(anchors)
+    steps = [np.nan] * len(anchors)
+    searchers = [None] * len(anchors)  # per checkpoint: (its run's compiled search, args, params)
+    for label, models in runs:
+        loaded = [load_model(path, "--run-dirs")[1:] for _, path in models]
+        args, net, _ = loaded[0]  # the checkpoints of one run share their flags and network
+        act_fn = bt.make_act_fn(net, bt.planner_configs(args)[1], args.gamma)  # one compiled search per run
+        for (step, _), (_, _, params) in zip(models, loaded):
+            names.append(f"step_{step}" if len(runs) == 1 else f"{label}/step_{step}")
+            run_of.append(label)
+            steps.append(step)
+            searchers.append((act_fn, args, params))
+    board_sizes = {args.board_size for _, args, _ in searchers[len(anchors) :]}
+    if len(board_sizes) > 1:
+        fail(f"--run-dirs: the runs play on different boards ({', '.join(map(str, sorted(board_sizes)))})")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "ladder.json"), "w") as f:
         json.dump(ladder_flags(cfg), f, indent=1)
-    loaded = [load_model(path, "--run-dir")[1:] for _, path in models]
-    args, net, _ = loaded[0]  # the checkpoints of one run share their flags and network
-    act_fn = bt.make_act_fn(net, bt.planner_configs(args)[1], args.gamma)  # one compiled search for all
-    game = bt.BreakthroughVecEnv(args.board_size, 1)
-    anchors = (0, *cfg.mcts_simulations)  # MCTSBot simulations; 0: the random player
-    names = ["random", *(f"mcts{n}" for n in cfg.mcts_simulations)] + [f"step_{step}" for step, _ in models]
-    steps = [np.nan] * len(anchors) + [step for step, _ in models]
-    params = [None] * len(anchors) + [p for _, _, p in loaded]
+    board_size = board_sizes.pop()
+    game = bt.BreakthroughVecEnv(board_size, 1)
 
     def player(i, pair_seed):
         if i < len(anchors):
             return bt.BotPlayer(game.game, anchors[i], pair_seed)
-        return bt.SearchPlayer(act_fn, params[i], cfg.games_per_pair, args.history_length, game.obs_shape, pair_seed)
+        act_fn, args, params = searchers[i]
+        return bt.SearchPlayer(act_fn, params, cfg.games_per_pair, args.history_length, game.obs_shape, pair_seed)
 
     n = len(names)
     wins = np.zeros((n, n))
@@ -272,17 +300,19 @@ def run_ladder(cfg: Ladder):
                     OpeningMoves(player(k, (cfg.seed, i, j, side)), cfg.opening_plies, (cfg.seed, i, j))
                     for side, k in enumerate((i, j))
                 ]
-                scores, _, _ = bt.play_games(tuple(pair), args.board_size, cfg.games_per_pair)
+                scores, _, _ = bt.play_games(tuple(pair), board_size, cfg.games_per_pair)
                 wins[i, j], wins[j, i] = scores.sum(), cfg.games_per_pair - scores.sum()
             rows.append({"player": names[i], "opponent": names[j], "wins": wins[i, j], "losses": wins[j, i]})
             pd.DataFrame(rows).to_csv(os.path.join(out, "games.csv"), index=False)  # kept if a later pair is stopped
             print(f"{names[i]} - {names[j]}: {wins[i, j]:g} - {wins[j, i]:g}", flush=True)
     elo, low, high = bradley_terry(wins, anchor=0, prior_games=cfg.prior_games)
+    games = wins.sum(1) + wins.sum(0)
     ratings = pd.DataFrame(
-        {"player": names, "step": steps, "elo": elo, "low": low, "high": high, "games": wins.sum(1) + wins.sum(0)}
+        {"player": names, "run": run_of, "step": steps, "elo": elo, "low": low, "high": high, "games": games}
     )
     ratings.to_csv(os.path.join(out, "ratings.csv"), index=False)
-    plot_ladder(ratings, os.path.join(out, "ladder.png"), title=os.path.basename(os.path.normpath(cfg.run_dir)))
+    title = labels[0] if len(labels) == 1 else f"{len(labels)} runs"  # (several: each named in the legend)
+    plot_ladder(ratings, os.path.join(out, "ladder.png"), title=title)
     print(ratings.to_string(index=False))
     return ratings
 
@@ -356,16 +386,19 @@ def run_match(cfg: Match):
 
 
 def plot_ladder(ratings, path: str, title: str):
-    ckpt = ratings[ratings.step.notna()]
+    """Elo of each run's checkpoints against training steps (one line per run), the anchors as horizontal lines."""
     fig, ax = plt.subplots(figsize=(6, 3.8))
-    ax.errorbar(
-        ckpt.step,
-        ckpt.elo,
-        yerr=[ckpt.elo - ckpt.low, ckpt.high - ckpt.elo],
-        fmt="o-",
-        capsize=3,
-        label="checkpoints (95% interval)",
-    )
+    checkpoints = ratings[ratings.step.notna()]
+    several = checkpoints.run.nunique() > 1
+    for run, ckpt in checkpoints.groupby("run", sort=False):
+        ax.errorbar(
+            ckpt.step,
+            ckpt.elo,
+            yerr=[ckpt.elo - ckpt.low, ckpt.high - ckpt.elo],
+            fmt="o-",
+            capsize=3,
+            label=f"{run} (95% interval)" if several else "checkpoints (95% interval)",
+        )
     for (_, anchor), style in zip(ratings[ratings.step.isna()].iterrows(), (":", "--", "-.", (0, (1, 4)), (0, (5, 8)))):
         ax.axhline(anchor.elo, color="grey", linestyle=style, label=anchor.player)
     ax.set(xlabel="training step (plies)", ylabel="Elo (random = 0)")
@@ -1252,21 +1285,36 @@ class Collect:
     """share of the machine's CPU time the host gave to other virtual machines during the run (/proc/stat)"""
 
 
-PAUSE_SECONDS = 20 * 60  # a longer gap between a run's events is a pause between pieces (stopped, then resumed)
+def piece_starts(run_dir: str) -> list[float]:
+    """Wall times at which a run's pieces began: its first events file's first event, and that of each file a
+    --resume opened (its writer marks it with a SessionLog START at the step it resumed from). The files a run
+    opens at its checkpoints carry no such mark."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.compat.proto.event_pb2 import SessionLog
+
+    files = []  # per events file: (its first event's wall time, whether a --resume opened it)
+    for path in glob.glob(os.path.join(run_dir, "events.out.tfevents.*")):
+        head = list(itertools.islice(EventFileLoader(path).Load(), 3))  # file version, file version at the step, START
+        files.append((head[0].wall_time, any(event.session_log.status == SessionLog.START for event in head)))
+    files.sort()
+    return [files[0][0]] + [wall_time for wall_time, resumed in files[1:] if resumed]
 
 
-def running_minutes(events: EventAccumulator):
-    """A function from an event's wall time to the minutes its run had been running then (the time since the first
-    event less the pauses before it: gaps of more than PAUSE_SECONDS between consecutive events), and the pauses."""
-    times = [events.FirstEventTimestamp()] + [e.wall_time for tag in events.Tags()["scalars"] for e in events.Scalars(tag)]
-    times = np.unique(times)
+def running_minutes(events: EventAccumulator, starts: list[float]):
+    """A function from an event's wall time to the minutes its run had been running then, and the number of pauses.
+    `starts` are the wall times at which the run's pieces began (piece_starts): the time from the last event kept
+    before a piece's start to that start is a pause, left out. Its events past the checkpoint the piece resumed from
+    were purged from `events` (their work is redone), so that work is left out with the pause."""
+    scalar_times = [e.wall_time for tag in events.Tags()["scalars"] for e in events.Scalars(tag)]
+    times = np.unique([events.FirstEventTimestamp(), *starts, *scalar_times])
     gaps = np.diff(times)
-    paused = np.concatenate([[0.0], np.cumsum(np.where(gaps > PAUSE_SECONDS, gaps, 0.0))])  # before each time
+    is_pause = np.isin(times[1:], starts[1:])  # the gap that ends at a later piece's start
+    paused = np.concatenate([[0.0], np.cumsum(np.where(is_pause, gaps, 0.0))])  # before each time
 
     def minutes(wall_time: float) -> float:
         return (wall_time - times[0] - paused[np.searchsorted(times, wall_time, side="right") - 1]) / 60
 
-    return minutes, int((gaps > PAUSE_SECONDS).sum())
+    return minutes, int(is_pause.sum())
 
 
 def run_collect(cfg: Collect):
@@ -1277,7 +1325,7 @@ def run_collect(cfg: Collect):
     seed = int(seed)
     events = EventAccumulator(cfg.run_dir, size_guidance={"scalars": 0, "tensors": 0})
     events.Reload()
-    minutes_at, pauses = running_minutes(events)
+    minutes_at, pauses = running_minutes(events, piece_starts(cfg.run_dir))
     flags = run_flags(events)
     os.makedirs(cfg.out, exist_ok=True)
     summary = {"env_id": env_id, "seed": seed, "run_name": run_name, "exp_name": exp_name}

@@ -54,7 +54,7 @@ for seed in $SEEDS; do
   done
   if [ -n "$LADDER" ] && [ "$seed" = "${SEEDS%% *}" ]; then  # the first seed's checkpoints
     # shellcheck disable=SC2086  # LADDER is a list of numbers
-    python muzero_tools.py ladder --run-dir "$RUN_DIR" --every 2 --games-per-pair 40 --mcts-simulations $LADDER \
+    python muzero_tools.py ladder --run-dirs "$RUN_DIR" --every 2 --games-per-pair 40 --mcts-simulations $LADDER \
       --out "$OUT/ladder/seed$seed"
   fi
 done

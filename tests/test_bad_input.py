@@ -154,7 +154,7 @@ TOOL_CASES = [  # (tool, flags, what the message must name, what is on disk or m
     ("episode", "--model m.muzero_model", "not a whole model of muzero_minatar.py", saved_model(truncate=True)),
     ("episode", "--model m.muzero_model", "not a whole model of muzero_minatar.py", saved_model(channels=2)),
     ("episode", "--model m.muzero_model", "muzero_minatar.py has no flags board_size", saved_model(board_size=5)),
-    ("ladder", "--run-dir runs/x", "pip install -e '.[tools]'", no_statsmodels),  # (after the whole tournament)
+    ("ladder", "--run-dirs runs/x", "pip install -e '.[tools]'", no_statsmodels),  # (after the whole tournament)
     ("tree", "--model m.muzero_model", "pip install -e '.[tools]'", no_graphviz),
 ]
 

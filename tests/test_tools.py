@@ -4,6 +4,7 @@ import dataclasses
 import importlib.util
 import json
 import shutil
+import time
 
 import jax
 import jax.numpy as jnp
@@ -124,7 +125,7 @@ def test_ladder_plays_every_pair_both_colours_rates_the_mcts_anchor_above_random
     for step in (100, 200):  # two untrained "checkpoints" of a run
         params = bt.init_params(net, args, jax.random.PRNGKey(step))
         bt.save_model(str(tmp_path / "run" / "models" / f"step_{step}.muzero_model"), args, params)
-    cfg = tools.Ladder(run_dir=str(tmp_path / "run"), games_per_pair=10, mcts_simulations=(50, 10))
+    cfg = tools.Ladder(run_dirs=(str(tmp_path / "run"),), games_per_pair=10, mcts_simulations=(50, 10))
     ratings = tools.run_ladder(cfg)
     out = tmp_path / "run" / "ladder"
     games = pd.read_csv(out / "games.csv")
@@ -151,7 +152,23 @@ def test_ladder_plays_every_pair_both_colours_rates_the_mcts_anchor_above_random
     with pytest.raises(tools.BadInput, match="--games-per-pair 10"):
         tools.run_ladder(tools.Ladder(**{**vars(cfg), "games_per_pair": 20}))
     assert before == {f: (out / f).read_bytes() for f in before}
-    assert tools.read_played_pairs(str(out), tools.Ladder(**{**vars(cfg), "run_dir": "runs/another"})) == {}  # replaced
+    assert tools.read_played_pairs(str(out), tools.Ladder(**{**vars(cfg), "run_dirs": ("runs/another",)})) == {}  # replaced
+    # the checkpoints of several runs in one tournament: each player named by its run, each run searching with its flags
+    other = tmp_path / "breakthrough__gamma_1__2__1796000000"
+    (other / "models").mkdir(parents=True)
+    other_args = dataclasses.replace(args, gamma=1.0)
+    other_params = bt.init_params(net, other_args, jax.random.PRNGKey(3))
+    bt.save_model(str(other / "models" / "step_300.muzero_model"), other_args, other_params)
+    both = tools.Ladder(run_dirs=(str(tmp_path / "run"), str(other)), games_per_pair=2, mcts_simulations=(10,))
+    gammas = []
+    real_make_act_fn = bt.make_act_fn
+    monkeypatch.setattr(
+        bt, "make_act_fn", lambda net, config, gamma: gammas.append(gamma) or real_make_act_fn(net, config, gamma)
+    )
+    ratings = tools.run_ladder(both)
+    assert ratings.player.tolist() == ["random", "mcts10", "run/step_100", "run/step_200", "gamma_1__2/step_300"]
+    assert ratings.run.tolist()[2:] == ["run", "run", "gamma_1__2"] and ratings.run[:2].isna().all()
+    assert gammas == [args.gamma, 1.0] and (ratings.games == 8).all()  # one compiled search per run; 4 pairs of 2 games
 
 
 def test_match_plays_the_scripts_evaluation_and_keeps_one_row_per_model_and_opponent(tmp_path, capsys):
@@ -215,12 +232,13 @@ def test_opening_moves_are_random_legal_and_shared_by_the_two_colours_of_a_pair(
         (dict(opening_plies=-1), "--opening-plies"),
         (dict(mcts_simulations=(100, 100)), "--mcts-simulations"),
         (dict(mcts_simulations=()), "--mcts-simulations"),
-        (dict(), "--run-dir"),  # a directory without checkpoint models
+        (dict(), "--run-dirs"),  # a directory without checkpoint models
+        (dict(run_dirs=()), "--run-dirs"),
     ],
 )
 def test_bad_ladder_flags_exit_with_a_message_and_write_nothing(tmp_path, capsys, flags, named):
     with pytest.raises(tools.BadInput, match=named):
-        tools.run_ladder(tools.Ladder(run_dir=str(tmp_path), **flags))
+        tools.run_ladder(tools.Ladder(**{"run_dirs": (str(tmp_path),), **flags}))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -879,12 +897,35 @@ class Events:
 
 
 def test_a_resumed_run_counts_its_time_running_not_its_pauses():
-    # a piece of 10 minutes with one 15-minute gap (an evaluation: running), stopped; resumed 2 hours later for 5 minutes
-    first = [1000.0 + 60 * k for k in range(6)] + [1300.0 + 900 + 60 * k for k in range(6)]
-    second = [first[-1] + 7200 + 60 * k for k in range(6)]
-    minutes, pauses = tools.running_minutes(Events(first + second))
+    # a piece of 10 minutes with one 25-minute gap (a long evaluation: running), stopped; resumed 10 minutes later
+    # (its file opened 30 s before its first scalar) for 5 minutes
+    first = [1000.0 + 60 * k for k in range(6)] + [1300.0 + 1500 + 60 * k for k in range(6)]
+    second = [first[-1] + 600 + 60 * k for k in range(6)]
+    starts = [first[0] - 5.0, second[0] - 30.0]
+    minutes, pauses = tools.running_minutes(Events(first + second), starts)
     assert pauses == 1
-    assert minutes(first[0]) == pytest.approx(5 / 60) and minutes(first[-1]) == pytest.approx((5 + 600 + 900) / 60)
-    assert minutes(second[0]) == pytest.approx(minutes(first[-1]))  # the pause, compilation included, left out
-    assert minutes(second[-1]) == pytest.approx(minutes(first[-1]) + 5)
-    assert tools.running_minutes(Events(first))[1] == 0
+    assert minutes(first[0]) == pytest.approx(5 / 60) and minutes(first[-1]) == pytest.approx((5 + 600 + 1500) / 60)
+    assert minutes(second[0]) == pytest.approx(minutes(first[-1]) + 0.5)  # the pause left out, the piece's start kept
+    assert minutes(second[-1]) == pytest.approx(minutes(first[-1]) + 5.5)
+    one_piece, pauses = tools.running_minutes(Events(first), starts[:1])
+    assert pauses == 0 and one_piece(first[-1]) == pytest.approx(minutes(first[-1]))
+
+
+def test_the_pieces_of_a_run_are_its_start_and_each_resume_not_the_files_opened_at_checkpoints(tmp_path):
+    from tensorboardX import SummaryWriter
+
+    def piece(**kwargs):  # a writer as the scripts open them, one scalar, closed; the wall time before it
+        opened = time.time()
+        writer = SummaryWriter(str(tmp_path), **kwargs)
+        writer.add_scalar("charts/SPS", 1.0, kwargs.get("purge_step", 1))
+        writer.close()
+        time.sleep(0.05)  # each file its own wall time
+        return opened
+
+    opened = [piece(), piece(filename_suffix=".000000049")]  # the run's start, a checkpoint's new file
+    time.sleep(1.0)  # a file's name holds the second it was opened: the resume's must differ from the start's
+    opened += [piece(purge_step=1025), piece(filename_suffix=".000000098"), time.time()]  # a --resume, a checkpoint
+    assert len(list(tmp_path.glob("events.out.tfevents.*"))) == 4
+    starts = tools.piece_starts(str(tmp_path))
+    assert len(starts) == 2
+    assert opened[0] <= starts[0] < opened[1] and opened[2] <= starts[1] < opened[3]
