@@ -1,8 +1,5 @@
-"""MuZero for the board game Breakthrough (OpenSpiel, 5x5) in one file: self-play with one network.
+"""MuZero for Breakthrough (OpenSpiel) in one file: muzero_minatar.py with two players (thesis 4.3.6-4.3.7, 5.7-5.8).
 
-This is muzero_minatar.py with two players: the player to move as an input plane, negamax search
-(MCTX discount -gamma), targets from each step's own mover, and evaluation matches against a random
-player and OpenSpiel's MCTSBot (MooZi thesis 4.3.6-4.3.7, 5.7-5.8). Everything else is unchanged.
 Read top to bottom: Args (every flag, thesis value in its docstring), the environment bridge with the
 dummy action (MooZi thesis 4.3.1-4.3.3), history stacking and the categorical value transform
 (4.3.4, 2.8.6), the flax networks h, g, f and the projection (4.3.5), the MCTX planner (4.3.6),
@@ -396,8 +393,7 @@ def env_shapes(args: Args) -> tuple[tuple, int]:
 
 
 class EpisodeTracker:
-    """Running return of the first player (+1 win, -1 loss) and length (moves) of each game; hands back
-    finished games. In self-play the mean return is the first mover's advantage."""
+    """Running return of the first player (+1 win, -1 loss: in self-play, its advantage) and length of each game."""
 
     def __init__(self, num_envs: int):
         self.returns = np.zeros(num_envs)
@@ -490,8 +486,7 @@ def scale_hidden(x):
 
 
 class ActionStem(nn.Module):
-    """A 1x1 convolution over [planes, one-hot action planes tiled over the board] (4.3.4; the thesis divides the
-    one-hot by |A^a|, which with 301 moves leaves g hardly seeing the move), computed
+    """A 1x1 convolution over [planes, one-hot action planes tiled over the board] (4.3.4, not divided by |A^a|), computed
     without tiling the one-hot planes: their share of the product is the same on every square, so it is
     computed once per sample. Same parameters (kernel (1, 1, C + L|A^a|, F), bias) and initialisation as
     nn.Conv over the concatenated planes."""
@@ -577,8 +572,7 @@ def init_params(net: MuZeroNet, args: Args, key):
 # ---------------------------------------------------------------------------------------------
 # Planner (4.3.6): MCTX search over the learned model. The legal-action mask applies at the root
 # only (MCTX's `invalid_actions`); inside the tree every action, the dummy one included, is open.
-# Two players (negamax): every value is seen by the player to move at its node and every reward by the
-# player who made the move into it, so MCTX's backup r + discount * v takes discount = -gamma.
+# Two players (negamax): values are the mover's at each node, so MCTX's backup r + discount * v takes discount -gamma.
 # ---------------------------------------------------------------------------------------------
 def planner_configs(args: Args) -> tuple[partial, partial]:
     """The mctx policy with its options, in training and in evaluation (Table 5.1)."""
@@ -672,8 +666,7 @@ def initial_actor_state(num_envs: int, history_length: int, obs_shape) -> ActorS
 # Training targets (4.3.7). A window holds steps c-L .. c+K+N of one environment's stream around
 # the position c = L being trained. Steps of another episode are masked: zero frames and dummy
 # actions before it; dummy actions, zero rewards, zero values and a dummy policy after it (4.3.3).
-# Each step's targets are seen by its own player to move: players alternate, so the N-step return
-# discounts by -gamma per ply, as the search does (a reward n plies later counts with (-gamma)^n).
+# Each step's targets are its own mover's: the players alternate, so the N-step return discounts by -gamma per ply.
 # ---------------------------------------------------------------------------------------------
 
 
@@ -1298,9 +1291,8 @@ def save_checkpoint(writer, args: Args, progress: Progress, state, replays: list
 # Evaluation and saving (loading a saved model, GIFs and search trees: muzero_tools.py)
 # ---------------------------------------------------------------------------------------------
 class SearchPlayer:
-    """The agent with a planner (the evaluation one). It searches at every ply of every game, the
-    opponent's plies too, so that its history holds both players' moves as in self-play; `played` then
-    writes the move actually made into that history."""
+    """The agent with its evaluation planner. It searches at every ply, the opponent's too, so that its history holds
+    both players' moves as in self-play; `played` then writes the move actually made into that history."""
 
     def __init__(self, act_fn, params, num_games: int, history_length: int, obs_shape, seed):
         self.act_fn, self.params = act_fn, params
@@ -1346,17 +1338,15 @@ class Recording(NamedTuple):
 
 
 def play_games(players: tuple, board_size: int, num_games: int, record: bool = False):
-    """Plays `num_games` games of players[0] against players[1] as one batch: players[0] is black (moves
-    first) in the even games and white in the odd ones. Returns players[0]'s score in each game (1 win,
-    0 loss, 0.5 draw: Breakthrough has none), its colour in each (0 black, 1 white), and if `record` a
-    Recording of game 0 with players[0]'s search at every ply (a SearchPlayer whose act_fn keeps its trees;
-    at the opponent's plies it shows what the agent's search thought of the position)."""
+    """Plays `num_games` games of players[0] against players[1] as one batch, players[0] black (first to move) in the
+    even games. Returns players[0]'s score in each game (1 win, 0 loss), its colour in each (0 black, 1 white), and
+    if `record` a Recording of game 0 with players[0]'s search at every ply, the opponent's too (a SearchPlayer whose
+    act_fn keeps its trees)."""
     envs = BreakthroughVecEnv(board_size, num_games)
     step = envs.step(np.zeros(num_games, np.int32))
     colour = np.arange(num_games) % 2
     scores, done = np.zeros(num_games), np.zeros(num_games, bool)
-    names = ["(end)"] + [envs.states[0].action_to_string(0, a) for a in range(envs.num_actions - 1)]
-    recording = Recording([], [], [], names)
+    recording = Recording([], [], [], ["(end)"] + [envs.states[0].action_to_string(0, a) for a in range(envs.num_actions - 1)])
     while not done.all():
         check_signals()
         legal = envs.legal_actions(step.is_last)
@@ -1396,8 +1386,7 @@ def evaluation_due(args: Args, progress: Progress, global_step: int, last: bool)
 
 def log_evaluation(writer: SummaryWriter, eval_act_fn, params, args: Args, iteration: int, global_step: int) -> str:
     """Plays --eval-episodes games against each opponent (seeded by the iteration), both colours equally, logs
-    charts/eval_win_rate_*, saves the first game against MCTS as an annotated GIF with --capture-video; returns
-    the result for the console."""
+    charts/eval_win_rate_*, saves the first against MCTS as an annotated GIF with --capture-video; returns the result."""
     params = jax.device_put(params, jax.local_devices()[args.actor_device_ids[0]])  # on the first of --actor-device-ids
     summary = "win_rate:"
     for i, opponent in enumerate(OPPONENTS):
