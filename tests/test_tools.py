@@ -169,6 +169,16 @@ def test_ladder_plays_every_pair_both_colours_rates_the_mcts_anchor_above_random
     assert ratings.player.tolist() == ["random", "mcts10", "run/step_100", "run/step_200", "gamma_1__2/step_300"]
     assert ratings.run.tolist()[2:] == ["run", "run", "gamma_1__2"] and ratings.run[:2].isna().all()
     assert gammas == [args.gamma, 1.0] and (ratings.games == 8).all()  # one compiled search per run; 4 pairs of 2 games
+    # runs on different boards cannot play each other: refused before anything is written
+    board_4 = dataclasses.replace(args, board_size=4)
+    net_4 = bt.make_network(board_4, bt.BreakthroughVecEnv(4, 1).num_actions)
+    small = tmp_path / "breakthrough__board_4__1__1796000000"
+    (small / "models").mkdir(parents=True)
+    params_4 = bt.init_params(net_4, board_4, jax.random.PRNGKey(4))
+    bt.save_model(str(small / "models" / "step_100.muzero_model"), board_4, params_4)
+    with pytest.raises(tools.BadInput, match=r"different boards \(4, 5\)"):
+        tools.run_ladder(tools.Ladder(run_dirs=(str(tmp_path / "run"), str(small)), out=str(tmp_path / "mixed")))
+    assert not (tmp_path / "mixed").exists()
 
 
 def test_match_plays_the_scripts_evaluation_and_keeps_one_row_per_model_and_opponent(tmp_path, capsys):
