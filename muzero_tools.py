@@ -387,9 +387,9 @@ def run_match(cfg: Match):
 
 def plot_ladder(ratings, path: str, title: str):
     """Elo of each run's checkpoints against training steps (one line per run), the anchors as horizontal lines."""
-    fig, ax = plt.subplots(figsize=(6, 3.8))
     checkpoints = ratings[ratings.step.notna()]
     several = checkpoints.run.nunique() > 1
+    fig, ax = plt.subplots(figsize=(9, 3.8) if several else (6, 3.8))
     for run, ckpt in checkpoints.groupby("run", sort=False):
         ax.errorbar(
             ckpt.step,
@@ -404,7 +404,10 @@ def plot_ladder(ratings, path: str, title: str):
     ax.set(xlabel="training step (plies)", ylabel="Elo (random = 0)")
     ax.set_title(f"Elo ladder of {title}", fontsize="small")
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
-    ax.legend(fontsize="small")
+    if several:  # beside the axes: the runs' lines fill them
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    else:
+        ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
