@@ -158,9 +158,9 @@ class Args:
     unroll_steps: int = 5
     """K: steps the dynamics function is unrolled in training (thesis: 5)"""
     td_steps: int = 10
-    """N: steps of reward before bootstrapping from the search value (thesis: 10)"""
+    """N: steps of reward before bootstrapping from the search value (thesis: 10; MuZero's board games: to the end)"""
     gamma: float = 0.997
-    """discount (thesis: 0.997)"""
+    """discount (thesis: 0.997; MuZero's board games: 1)"""
     buffer_size: int = 50_000
     """replay capacity in agent steps over all actor threads (50k grey 96 x 96 steps, with segment overlap: ~0.73 GB)"""
     sampling: Literal["uniform", "proportional", "rank"] = "proportional"

@@ -142,9 +142,9 @@ class Args:
     unroll_steps: int = 5
     """K: steps the dynamics function is unrolled in training (thesis: 5)"""
     td_steps: int = 10
-    """N: steps of reward before bootstrapping from the search value (thesis: 10)"""
+    """N: steps of reward before bootstrapping from the search value (thesis: 10; MuZero's board games: to the end)"""
     gamma: float = 0.997
-    """discount (thesis: 0.997)"""
+    """discount (thesis: 0.997; MuZero's board games: 1)"""
     buffer_size: int = 100_000
     """replay capacity in environment steps over all actor threads; the oldest segments are evicted first"""
     sampling: Literal["uniform", "proportional", "rank"] = "proportional"
@@ -153,8 +153,6 @@ class Args:
     """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank)"""
     priority_epsilon: float = 0.01
     """added to the priorities so that no position has probability zero (proportional sampling)"""
-    explored_priority: Literal["zero", "mean"] = "zero"
-    """priority of a position whose move was random (G^N = v* there): `zero`, or the `mean` of the others stored with it"""
     importance_exponent: float = 0.0
     """beta: samples weigh (1 / (N P(i)))^beta over the sample's largest (MuZero: 1, undoing the bias; here 0 keeps it)"""
     learning_starts: int = 2_000
@@ -857,12 +855,7 @@ def add_with_priorities(replay: Replay, segments: dict, priority_fn):
     S = replay.S
     fields = {k: segments[k] for k in PRIORITY_FIELDS}
     windows = gather_windows(fields, *np.divmod(np.arange(n * S), S), replay.window)  # (segment, position) pairs
-    priorities = np.asarray(priority_fn(windows)).reshape(n, S)
-    explored = segments["explored"][:, replay.L : replay.L + S]  # at the trainable positions c
-    others = segments["valid"][:, replay.L : replay.L + S] & ~explored
-    if replay.args.explored_priority == "mean" and others.any():
-        priorities = np.where(explored, priorities[others].mean(), priorities)
-    replay.add(segments, priorities)
+    replay.add(segments, np.asarray(priority_fn(windows)).reshape(n, S))
 
 
 def sample_batch(replays: list, batch_size: int):

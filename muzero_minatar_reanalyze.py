@@ -146,9 +146,9 @@ class Args:
     unroll_steps: int = 5
     """K: steps the dynamics function is unrolled in training (thesis: 5)"""
     td_steps: int = 10
-    """N: steps of reward before bootstrapping from the search value (thesis: 10)"""
+    """N: steps of reward before bootstrapping from the search value (thesis: 10; MuZero's board games: to the end)"""
     gamma: float = 0.997
-    """discount (thesis: 0.997)"""
+    """discount (thesis: 0.997; MuZero's board games: 1)"""
     buffer_size: int = 100_000
     """replay capacity in environment steps over all actor threads; the oldest segments are evicted first"""
     sampling: Literal["uniform", "proportional", "rank"] = "proportional"

@@ -193,9 +193,8 @@ def test_a_random_move_cuts_the_returns_that_reach_it_and_they_bootstrap_from_th
     np.testing.assert_allclose(t.values[1], 1 + g**2 * 3 + g**4 * 17)
 
 
-@pytest.mark.parametrize("mode", ["zero", "mean"])
-def test_a_random_moves_position_is_stored_with_priority_zero_or_the_mean_of_the_others(mode):
-    args = bt.Args(history_length=2, unroll_steps=1, td_steps=2, num_steps=4, explored_priority=mode)
+def test_a_random_moves_position_is_stored_with_priority_zero():
+    args = bt.Args(history_length=2, unroll_steps=1, td_steps=2, num_steps=4)
     replay = bt.Replay(args, 2, (2, 2, 1), 4, 0)
     span = replay.window - 1 + args.num_steps  # L + S + K + N steps, trainable positions c = L .. L+S-1
     w = window([1] + [0] * (span - 1), [0] * span, [0] * span, explored=[0, 0, 0, 1, 0, 0, 0, 0, 0])
@@ -204,8 +203,7 @@ def test_a_random_moves_position_is_stored_with_priority_zero_or_the_mean_of_the
     priorities = replay.priorities[0]
     # c = 2 and 3 bootstrap before the random move of step 3: |v*_2 - g v*_3| and 0; c = 4, 5: |v*_c - g^2 v*_{c+2}|
     g = args.gamma
-    others = [abs(12 + g * 13), abs(14 - g**2 * 16), abs(15 - g**2 * 17)]
-    expected = others[:1] + [0.0 if mode == "zero" else np.mean(others)] + others[1:]
+    expected = [abs(12 + g * 13), 0.0, abs(14 - g**2 * 16), abs(15 - g**2 * 17)]
     np.testing.assert_allclose(priorities, expected, rtol=1e-5)
 
 
