@@ -425,11 +425,14 @@ def require(module: str, extra: str):
 
 
 RENAMED_FLAGS = {"eval_games": "eval_episodes"}  # Breakthrough's --eval-episodes before it took the base's name
+REMOVED_FLAGS = {"explored_priority": "zero"}  # removed flags, with the value the script's code now always has
 
 
 def current_flag_names(flags: dict) -> dict:
-    """The flags of an older run or model (saved JSON, logged hyperparameters) under today's names (RENAMED_FLAGS)."""
-    return {RENAMED_FLAGS.get(name, name): value for name, value in flags.items()}
+    """The flags of an older run or model (saved JSON, logged hyperparameters) under today's names (RENAMED_FLAGS),
+    less the removed flags that hold the value the code now has (REMOVED_FLAGS; another value stays, to be refused)."""
+    kept = {name: value for name, value in flags.items() if name not in REMOVED_FLAGS or REMOVED_FLAGS[name] != value}
+    return {RENAMED_FLAGS.get(name, name): value for name, value in kept.items()}
 
 
 def load_model(model_path: str, flag: str = "--model"):

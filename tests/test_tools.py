@@ -89,6 +89,9 @@ def test_protocol_says_how_each_script_evaluates_from_its_flags():
     older = logged(bt.Args())  # a run from before --eval-games took the base's name --eval-episodes
     older["eval_games"] = older.pop("eval_episodes")
     assert tools.protocol(tools.current_flag_names(older)) == tools.protocol(logged(bt.Args()))  # as run_flags reads it
+    # a removed flag at the value the code now always has is dropped; at another value it stays, and loading refuses it
+    assert tools.current_flag_names({"explored_priority": "zero", "seed": 1}) == {"seed": 1}
+    assert tools.current_flag_names({"explored_priority": "mean"}) == {"explored_priority": "mean"}
 
 
 def test_protocol_line_states_the_shared_words_once_and_names_the_runs_of_each_variant():
