@@ -425,14 +425,12 @@ def require(module: str, extra: str):
 
 
 RENAMED_FLAGS = {"eval_games": "eval_episodes"}  # Breakthrough's --eval-episodes before it took the base's name
-REMOVED_FLAGS = {"explored_priority": "zero"}  # removed flags, with the value the script's code now always has
+REMOVED_FLAGS = ("anneal_lr", "weight_decay", "explored_priority")  # flags the scripts no longer have: training, not play
 
 
 def current_flag_names(flags: dict) -> dict:
-    """The flags of an older run or model (saved JSON, logged hyperparameters) under today's names (RENAMED_FLAGS),
-    less the removed flags that hold the value the code now has (REMOVED_FLAGS; another value stays, to be refused)."""
-    kept = {name: value for name, value in flags.items() if name not in REMOVED_FLAGS or REMOVED_FLAGS[name] != value}
-    return {RENAMED_FLAGS.get(name, name): value for name, value in kept.items()}
+    """The flags of an older run or model (saved JSON, logged hyperparameters) under today's names (RENAMED_FLAGS)."""
+    return {RENAMED_FLAGS.get(name, name): value for name, value in flags.items()}
 
 
 def load_model(model_path: str, flag: str = "--model"):
@@ -452,7 +450,7 @@ def load_model(model_path: str, flag: str = "--model"):
         "reanalyze_ratio": "muzero_minatar_reanalyze",
     }
     name = saved.pop("script", None) or next((name for flag, name in flags_of.items() if flag in saved), "muzero_minatar")
-    for removed in ("anneal_lr", "weight_decay"):  # flags the scripts no longer have; they changed training, not play
+    for removed in REMOVED_FLAGS:
         saved.pop(removed, None)
     saved = current_flag_names(saved)
     script = require(name, "atari") if name == "muzero_atari_multigpu" else importlib.import_module(name)

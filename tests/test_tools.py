@@ -89,9 +89,6 @@ def test_protocol_says_how_each_script_evaluates_from_its_flags():
     older = logged(bt.Args())  # a run from before --eval-games took the base's name --eval-episodes
     older["eval_games"] = older.pop("eval_episodes")
     assert tools.protocol(tools.current_flag_names(older)) == tools.protocol(logged(bt.Args()))  # as run_flags reads it
-    # a removed flag at the value the code now always has is dropped; at another value it stays, and loading refuses it
-    assert tools.current_flag_names({"explored_priority": "zero", "seed": 1}) == {"seed": 1}
-    assert tools.current_flag_names({"explored_priority": "mean"}) == {"explored_priority": "mean"}
 
 
 def test_protocol_line_states_the_shared_words_once_and_names_the_runs_of_each_variant():
@@ -528,7 +525,8 @@ def test_eval_planner_benchmark_compares_the_thesis_planner_with_a_greedy_one_an
 
 
 def test_a_model_saved_with_a_removed_training_flag_loads_with_its_parameters(tmp_path):
-    """load_model: --anneal-lr and --weight-decay left the scripts; a model saved with them still loads."""
+    """load_model: --anneal-lr, --weight-decay and Breakthrough's --explored-priority left the scripts; a model saved
+    with them still loads."""
     import muzero_minatar as m
 
     args, _, params = small_agent(m)
@@ -537,7 +535,7 @@ def test_a_model_saved_with_a_removed_training_flag_loads_with_its_parameters(tm
     with open(path + ".json") as f:
         saved = json.load(f)
     with open(path + ".json", "w") as f:
-        json.dump({**saved, "anneal_lr": True, "weight_decay": 0.1}, f)
+        json.dump({**saved, "anneal_lr": True, "weight_decay": 0.1, "explored_priority": "mean"}, f)
     script, loaded_args, _, loaded = tools.load_model(path)
     assert script is m and loaded_args == args
     for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(loaded)):
