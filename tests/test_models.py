@@ -1,6 +1,6 @@
-"""The trained models committed under docs/benchmark/ (a benchmark's seed 1, final) load, their sha256 checked, and
-play at their benchmark's level: README's `evaluate` snippet with the MinAtar one, `evaluate` with the reanalysis and
-Atari ones, `match` with the Breakthrough one."""
+"""The trained models committed under docs/benchmark/ (a benchmark's seed 1, final; the reanalysis one seed 2) load,
+their sha256 checked, and play at their benchmark's level: README's `evaluate` snippet with the MinAtar one, `evaluate`
+with the reanalysis and Atari ones, `match` with the Breakthrough one."""
 
 import os
 import re
