@@ -16,24 +16,28 @@ REANALYZE_MODEL = "docs/benchmark/muzero_minatar_reanalyze/models/Breakout__muze
 ATARI_MODEL = "docs/benchmark/muzero_atari_multigpu/models/Breakout-v5__muzero_atari_multigpu__1.muzero_model"
 
 
+def random_return(benchmark: str, env_id: str) -> float:
+    """A uniformly random policy's mean return on env_id, from docs/benchmark/<benchmark>/random.csv."""
+    table = pd.read_csv(os.path.join(ROOT, f"docs/benchmark/{benchmark}/random.csv")).set_index("env_id")
+    return table.random_return[env_id]
+
+
 def test_readme_evaluate_snippet_plays_the_committed_breakout_model_far_above_a_random_policy(monkeypatch):
     with open(os.path.join(ROOT, "README.md")) as f:
         snippet = re.search(r"```python\n(from muzero_tools import evaluate\n.*?)```", f.read(), re.S).group(1)
     monkeypatch.chdir(ROOT)  # the snippet's path is the repository's
     namespace = {}
     exec(snippet, namespace)
-    random_policy = pd.read_csv(os.path.join(ROOT, "docs/benchmark/muzero_minatar/random.csv")).set_index("env_id")
     assert len(namespace["returns"]) == 10
-    assert np.mean(namespace["returns"]) > 10 * random_policy.random_return["Breakout"]
+    assert np.mean(namespace["returns"]) > 10 * random_return("muzero_minatar", "Breakout")
 
 
 def test_the_committed_reanalyze_model_plays_breakout_far_above_a_random_policy():
     """Breakout seed 2 of the reanalysis experiment's sample mode at replay ratio 8 (final evaluation 84.53; its
     seed 1 ran without --save-model): four episodes with the evaluation planner of muzero_minatar_reanalyze.py."""
     returns = np.asarray(tools.evaluate(os.path.join(ROOT, REANALYZE_MODEL), eval_episodes=4))
-    random_policy = pd.read_csv(os.path.join(ROOT, "docs/benchmark/muzero_minatar/random.csv")).set_index("env_id")
     assert returns.shape == (4,) and np.all(returns == np.round(returns))  # whole bricks
-    assert np.mean(returns) > 20 * random_policy.random_return["Breakout"]
+    assert np.mean(returns) > 20 * random_return("muzero_minatar", "Breakout")
 
 
 def test_the_committed_breakthrough_model_wins_a_match_against_a_random_player(tmp_path):
@@ -49,6 +53,5 @@ def test_the_committed_atari_model_plays_whole_breakout_games_at_the_random_play
     """Breakout-v5 seed 1 of the Atari 100k benchmark (final evaluation 1.06, a random player 1.40): two whole games
     (all lives) with its evaluation planner, each scoring what a near-random player scores."""
     returns = np.asarray(tools.evaluate(os.path.join(ROOT, ATARI_MODEL), eval_episodes=2))
-    random_player = pd.read_csv(os.path.join(ROOT, "docs/benchmark/muzero_atari_multigpu/random.csv")).set_index("env_id")
     assert returns.shape == (2,) and np.all(returns == np.round(returns))  # whole bricks
-    assert np.all(returns >= 0) and np.mean(returns) <= 10 * random_player.random_return["Breakout-v5"]
+    assert np.all(returns >= 0) and np.mean(returns) <= 10 * random_return("muzero_atari_multigpu", "Breakout-v5")
