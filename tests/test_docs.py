@@ -35,6 +35,9 @@ def test_docs_show_the_current_filediff(variant, bound):
         assert f.read() == diff, f"regenerate it: diff -u --label {names[0]} --label {names[1]} {' '.join(names)} > {path}"
     changed = [line for line in diff.splitlines()[2:] if line[:1] in "+-"]
     assert len(changed) <= bound
+    with open(os.path.join(ROOT, "docs", f"{variant}.md")) as f:
+        stated = [int(count) for count in re.findall(r"(\d+) changed lines", f.read())]
+    assert all(count == len(changed) for count in stated), f"docs/{variant}.md states {stated}, the diff {len(changed)}"
 
 
 PAGES = sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
