@@ -993,6 +993,8 @@ class Budget:
     """evaluation episodes (Breakthrough: games, half with each colour) per model and budget"""
     opponent: Literal["random", "mcts"] = "mcts"
     """Breakthrough's opponent"""
+    mcts_simulations: int = 100
+    """simulations per move of Breakthrough's MCTSBot opponent (the same at every budget)"""
     seed: int = 0
     """fixes the environments, the opponent and the search noise (the same at every budget)"""
     out: str = "analysis/budget"
@@ -1002,11 +1004,16 @@ class Budget:
 def run_budget(cfg: Budget):
     if not cfg.models:
         fail("--models: give one or more saved models")
-    if cfg.episodes <= 0 or min(cfg.simulations) <= 0:
-        fail(f"--episodes and every --simulations must be positive (got {cfg.episodes}, {cfg.simulations})")
+    if cfg.episodes <= 0 or cfg.mcts_simulations <= 0 or min(cfg.simulations) <= 0:
+        fail(
+            "--episodes, --mcts-simulations and every --simulations must be positive "
+            f"(got {cfg.episodes}, {cfg.mcts_simulations}, {cfg.simulations})"
+        )
     agents = [load_model(m, "--models") for m in cfg.models]  # every model checked before the first evaluation
     rows = []
     for path, (script, args, net, params) in zip(cfg.models, agents):
+        if is_board_game(script):
+            args = dataclasses.replace(args, eval_mcts_simulations=cfg.mcts_simulations)
         for n in cfg.simulations:
             result = play(script, args, net, params, cfg.episodes, cfg.seed, cfg.opponent, n)[0]
             rows.append(
@@ -1023,10 +1030,11 @@ def run_budget(cfg: Budget):
     table = pd.DataFrame(rows)
     os.makedirs(cfg.out, exist_ok=True)
     table.to_csv(os.path.join(cfg.out, "budget.csv"), index=False)
+    opponent = "random" if cfg.opponent == "random" else f"MCTSBot-{cfg.mcts_simulations}"
     plot_budget(
         table,
         os.path.join(cfg.out, "budget.png"),
-        f"win rate against {cfg.opponent}" if is_board_game(script) else "evaluation return",
+        f"win rate against {opponent}" if is_board_game(script) else "evaluation return",
     )
     return table
 

@@ -489,6 +489,30 @@ def test_budget_searches_with_each_budget_and_reports_that_evaluation(tmp_path):
     assert pd.read_csv(tmp_path / "budget" / "budget.csv").shape == (2, 6)
 
 
+def test_budget_plays_breakthrough_against_the_mcts_bot_of_its_flag(tmp_path):
+    """budget on a Breakthrough model: each budget's win rate is the script's own evaluation against MCTSBot at
+    --mcts-simulations (not the model's --eval-mcts-simulations), with the agent at that budget."""
+    import muzero_breakthrough as bt
+
+    args, net, params = small_agent(bt, eval_num_simulations=4, eval_mcts_simulations=100)
+    bt.save_model(str(tmp_path / "step_9.muzero_model"), args, params)
+    table = tools.run_budget(
+        tools.Budget(
+            models=(str(tmp_path / "step_9.muzero_model"),),
+            simulations=(2,),
+            episodes=4,
+            mcts_simulations=3,
+            seed=5,
+            out=str(tmp_path / "budget"),
+        )
+    )
+    evaluation = dataclasses.replace(args, eval_mcts_simulations=3)
+    scores = tools.play(bt, evaluation, net, params, 4, 5, "mcts", 2)[0]
+    assert table["mean"].tolist() == [scores.mean()] and table.episodes.tolist() == [4]
+    with pytest.raises(tools.BadInput, match="--mcts-simulations and every --simulations must be positive"):
+        tools.run_budget(tools.Budget(models=(str(tmp_path / "step_9.muzero_model"),), mcts_simulations=0))
+
+
 def test_eval_planner_benchmark_compares_the_thesis_planner_with_a_greedy_one_and_the_training_one(tmp_path, capsys):
     """benchmark/muzero_minatar_eval_planner.py: each model's returns with its own evaluation planner and with the
     greedy one (temperature 0, no root noise), whose every action is a most visited root action, and with the training
