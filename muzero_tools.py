@@ -1010,6 +1010,7 @@ def run_budget(cfg: Budget):
             f"(got {cfg.episodes}, {cfg.mcts_simulations}, {cfg.simulations})"
         )
     agents = [load_model(m, "--models") for m in cfg.models]  # every model checked before the first evaluation
+    os.makedirs(cfg.out, exist_ok=True)
     rows = []
     for path, (script, args, net, params) in zip(cfg.models, agents):
         if is_board_game(script):
@@ -1027,9 +1028,8 @@ def run_budget(cfg: Budget):
                 }
             )
             print(f"{path} at {n} simulations: {result.mean():.3f} +- {rows[-1]['stderr']:.3f}", flush=True)
-    table = pd.DataFrame(rows)
-    os.makedirs(cfg.out, exist_ok=True)
-    table.to_csv(os.path.join(cfg.out, "budget.csv"), index=False)
+            table = pd.DataFrame(rows)
+            table.to_csv(os.path.join(cfg.out, "budget.csv"), index=False)  # kept if a later budget is stopped
     opponent = "random" if cfg.opponent == "random" else f"MCTSBot-{cfg.mcts_simulations}"
     plot_budget(
         table,

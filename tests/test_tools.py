@@ -489,26 +489,38 @@ def test_budget_searches_with_each_budget_and_reports_that_evaluation(tmp_path):
     assert pd.read_csv(tmp_path / "budget" / "budget.csv").shape == (2, 6)
 
 
-def test_budget_plays_breakthrough_against_the_mcts_bot_of_its_flag(tmp_path):
+def test_budget_plays_breakthrough_against_the_mcts_bot_of_its_flag(tmp_path, monkeypatch):
     """budget on a Breakthrough model: each budget's win rate is the script's own evaluation against MCTSBot at
-    --mcts-simulations (not the model's --eval-mcts-simulations), with the agent at that budget."""
+    --mcts-simulations (not the model's --eval-mcts-simulations), with the agent at that budget; budget.csv is
+    written after each point, so a budget stopped part way keeps the points before it."""
     import muzero_breakthrough as bt
 
     args, net, params = small_agent(bt, eval_num_simulations=4, eval_mcts_simulations=100)
     bt.save_model(str(tmp_path / "step_9.muzero_model"), args, params)
-    table = tools.run_budget(
-        tools.Budget(
-            models=(str(tmp_path / "step_9.muzero_model"),),
-            simulations=(2,),
-            episodes=4,
-            mcts_simulations=3,
-            seed=5,
-            out=str(tmp_path / "budget"),
-        )
+    cfg = tools.Budget(
+        models=(str(tmp_path / "step_9.muzero_model"),),
+        simulations=(2,),
+        episodes=4,
+        mcts_simulations=3,
+        seed=5,
+        out=str(tmp_path / "budget"),
     )
+    table = tools.run_budget(cfg)
     evaluation = dataclasses.replace(args, eval_mcts_simulations=3)
     scores = tools.play(bt, evaluation, net, params, 4, 5, "mcts", 2)[0]
     assert table["mean"].tolist() == [scores.mean()] and table.episodes.tolist() == [4]
+    # a budget stopped part way keeps the points before it in budget.csv
+    play = tools.play
+
+    def stopped_after_two_simulations(*play_args):  # (the budget is play's last argument)
+        if play_args[-1] != 2:
+            raise KeyboardInterrupt
+        return play(*play_args)
+
+    monkeypatch.setattr(tools, "play", stopped_after_two_simulations)
+    with pytest.raises(KeyboardInterrupt):
+        tools.run_budget(dataclasses.replace(cfg, simulations=(2, 5), out=str(tmp_path / "stopped")))
+    assert pd.read_csv(tmp_path / "stopped" / "budget.csv")["mean"].tolist() == [scores.mean()]
     with pytest.raises(tools.BadInput, match="--mcts-simulations and every --simulations must be positive"):
         tools.run_budget(tools.Budget(models=(str(tmp_path / "step_9.muzero_model"),), mcts_simulations=0))
 
