@@ -322,7 +322,7 @@ def validate_devices(args: Args):
 # before the first step and at (and after) the last step of an episode.
 # ---------------------------------------------------------------------------------------------
 class Step(NamedTuple):
-    obs: np.ndarray  # (B, H, W, C) uint8: OpenSpiel's planes and the player to move
+    obs: np.ndarray  # (B, H, W, C) uint8: OpenSpiel's planes as the mover sees them and the player to move
     reward: np.ndarray  # (B,) reward that arrived with this observation, for the player who made the move
     is_first: np.ndarray  # (B,) bool
     is_last: np.ndarray  # (B,) bool; the policy still runs here, its action is the dummy one
@@ -339,21 +339,32 @@ def env_seeds(seed: int | tuple[int, ...], num_envs: int) -> np.ndarray:
 class BreakthroughVecEnv:
     """`num_envs` OpenSpiel Breakthrough games stepped as one batch, every move of both players one step.
     A step on a game whose last output was `is_last` starts a new game instead (the thesis' unified main
-    loop), so the stream never stops. The observation gains a plane with the player to move (thesis
-    b^player): OpenSpiel's tensor is the same for both players."""
+    loop), so the stream never stops. Each player sees the board as AlphaZero orients it (the thesis: both as
+    OpenSpiel shows it): white upside down, its own pieces first, its moves mirrored (`openspiel_action`), so
+    both colours share what the network learns. The observation gains a plane with the player to move."""
 
     def __init__(self, board_size: int, num_envs: int):
         self.game = pyspiel.load_game(f"breakthrough(rows={board_size},columns={board_size})")
         self.states = [self.game.new_initial_state() for _ in range(num_envs)]
         self.num_actions = self.game.num_distinct_actions() + 1  # |A^a| = |A^e| + dummy
+        n = board_size  # OpenSpiel's move ((row * n + column) * 6 + direction) * 2 + capture; upside down (white):
+        # row n - 1 - row, direction + 3 mod 6 (directions down-left, down, down-right, up-left, up, up-right)
+        row, column, direction, capture = np.unravel_index(np.arange(n * n * 12), (n, n, 6, 2))
+        mirrored = np.ravel_multi_index((n - 1 - row, column, (direction + 3) % 6, capture), (n, n, 6, 2))
+        self.openspiel_action = np.stack([np.arange(n * n * 12), mirrored])  # [player, agent action - 1]; its own inverse
         self.planes = self.game.observation_tensor_shape()  # (C, H, W) of OpenSpiel's tensor
         c, h, w = self.planes
         self.obs_shape = (h, w, c + 1)
         self.last = np.ones(num_envs, bool)
         self.to_play = np.zeros(num_envs, np.int64)
 
+    def board(self, i: int) -> np.ndarray:
+        """(H, W, 3) OpenSpiel's planes of game i: black's pieces (black's side at the top), white's, empty squares."""
+        return np.asarray(self.states[i].observation_tensor(0)).reshape(self.planes).transpose(1, 2, 0)
+
     def observe(self, i: int) -> np.ndarray:
-        planes = np.asarray(self.states[i].observation_tensor(0)).reshape(self.planes).transpose(1, 2, 0)
+        planes = self.board(i)
+        planes = planes[::-1, :, [1, 0, 2]] if self.to_play[i] else planes  # white: upside down, its own pieces first
         return np.concatenate([planes, np.full((*planes.shape[:2], 1), self.to_play[i])], axis=-1).astype(np.uint8)
 
     def step(self, actions: np.ndarray) -> Step:
@@ -368,7 +379,7 @@ class BreakthroughVecEnv:
                 self.to_play[i] = 0
             else:
                 mover = state.current_player()
-                state.apply_action(int(actions[i]) - 1)
+                state.apply_action(int(self.openspiel_action[mover, actions[i] - 1]))
                 self.last[i] = state.is_terminal()
                 reward[i] = state.returns()[mover] if self.last[i] else 0.0
                 self.to_play[i] = 1 - mover
@@ -380,7 +391,7 @@ class BreakthroughVecEnv:
         legal = np.zeros((len(is_last), self.num_actions), bool)
         legal[:, 0] = is_last
         for i in np.flatnonzero(~is_last):
-            legal[i, 1:] = self.states[i].legal_actions_mask()
+            legal[i, 1:] = np.asarray(self.states[i].legal_actions_mask())[self.openspiel_action[self.to_play[i]]]
         return legal
 
 
@@ -1314,7 +1325,10 @@ class BotPlayer:
     def __call__(self, envs, step: Step, legal, mine):
         actions = np.zeros(len(mine), np.int32)
         for i in np.flatnonzero(mine):
-            actions[i] = self.rng.choice(np.flatnonzero(legal[i])) if self.bot is None else self.bot.step(envs.states[i]) + 1
+            if self.bot is None:
+                actions[i] = self.rng.choice(np.flatnonzero(legal[i]))
+            else:  # OpenSpiel's move as its mover sees it (the mirror is its own inverse)
+                actions[i] = envs.openspiel_action[envs.to_play[i], self.bot.step(envs.states[i])] + 1
         return actions
 
     def played(self, actions):
@@ -1327,7 +1341,7 @@ class Recording(NamedTuple):
     frames: list  # the observation at each step
     trees: list  # the search made at that step (mctx.Tree of this game alone, root embedding only)
     actions: list  # the action taken
-    action_names: list  # a name for each agent action
+    action_names: list  # per player (0 black, 1 white), a name for each agent action: its move on the board
 
 
 def play_games(players: tuple, board_size: int, num_games: int, record: bool = False):
@@ -1339,7 +1353,8 @@ def play_games(players: tuple, board_size: int, num_games: int, record: bool = F
     step = envs.step(np.zeros(num_games, np.int32))
     colour = np.arange(num_games) % 2
     scores, done = np.zeros(num_games), np.zeros(num_games, bool)
-    recording = Recording([], [], [], ["(end)"] + [envs.states[0].action_to_string(0, a) for a in range(envs.num_actions - 1)])
+    names = [["(end)"] + [envs.states[0].action_to_string(p, int(a)) for a in envs.openspiel_action[p]] for p in (0, 1)]
+    recording = Recording([], [], [], names)
     while not done.all():
         check_signals()
         legal = envs.legal_actions(step.is_last)
@@ -1349,7 +1364,7 @@ def play_games(players: tuple, board_size: int, num_games: int, record: bool = F
         for player in players:
             player.played(action)
         if record and not done[0]:
-            recording.frames.append(step.obs[0][..., :2])  # the planes of black's and white's pieces
+            recording.frames.append(envs.board(0)[..., :2])  # black's and white's pieces, as OpenSpiel's planes show them
             recording.trees.append(jax.tree.map(lambda x: np.asarray(x[:1]), players[0].tree))
             recording.actions.append(int(action[0]))
         ended = step.is_last & ~done
@@ -1402,7 +1417,7 @@ def save_model(path: str, args: Args, params):
     muzero_tools.load_model reads both. The JSON is written last: a model whose save failed has none."""
     data = flax.serialization.to_bytes(params)
     atomic_write(path, lambda f: f.write(data))
-    saved = dict(script=SCRIPT, sha256=hashlib.sha256(data).hexdigest(), **asdict(args))
+    saved = dict(script=SCRIPT, view="mover", sha256=hashlib.sha256(data).hexdigest(), **asdict(args))
     atomic_write(path + ".json", lambda f: f.write(json.dumps(saved, indent=2).encode()))
 
 

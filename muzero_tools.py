@@ -436,8 +436,9 @@ def current_flag_names(flags: dict) -> dict:
 def load_model(model_path: str, flag: str = "--model"):
     """(script module, args, network, params) of a model saved by any muzero_*.py script's --save-model (or a
     checkpoint's models/step_*): the script and its flags are read from `{model_path}.json`. A model missing
-    (MissingFile), changed since it was saved (its sha256), or that the script's network of those flags cannot hold
-    (BadInput) is refused naming the script; `flag` names where the path came from in the messages."""
+    (MissingFile), changed since it was saved (its sha256), that the script's network of those flags cannot hold, or
+    a Breakthrough model of the board's old view (BadInput) is refused naming the script; `flag` names where the
+    path came from in the messages."""
     if not os.path.isfile(model_path + ".json"):
         missing = f"no {model_path}.json beside it (a model saved by --save-model or a checkpoint)"
         fail(f"{flag} {model_path}: {missing}", MissingFile)
@@ -450,6 +451,9 @@ def load_model(model_path: str, flag: str = "--model"):
         "reanalyze_ratio": "muzero_minatar_reanalyze",
     }
     name = saved.pop("script", None) or next((name for flag, name in flags_of.items() if flag in saved), "muzero_minatar")
+    if name == "muzero_breakthrough" and saved.pop("view", None) != "mover":  # models saved before the mover's view
+        view = "a Breakthrough model of OpenSpiel's view, where white saw the board as black does"
+        fail(f"{flag} {model_path}: {view}: load it at the commit that saved it")
     for removed in REMOVED_FLAGS:
         saved.pop(removed, None)
     saved = current_flag_names(saved)
@@ -526,8 +530,17 @@ def first_steps(recording, steps: int):
     if not steps:
         return recording
     return recording._replace(
-        frames=recording.frames[:steps], trees=recording.trees[:steps], actions=recording.actions[:steps]
+        **{name: getattr(recording, name)[:steps] for name in recording._fields if name != "action_names"}
     )
+
+
+def action_names_at(recording, step: int, depth: int = 0) -> list:
+    """The name of each agent action played `depth` plies below the position of `step` (0: the action taken
+    there). Breakthrough's agent sees the board as its mover does, so it names its actions per player: in its
+    recorded game, black moves at the even steps, and below a position the players alternate."""
+    if not isinstance(recording.action_names[0], list):
+        return recording.action_names
+    return recording.action_names[(step + depth) % 2]
 
 
 def episode_table(recording) -> pd.DataFrame:
@@ -540,7 +553,7 @@ def episode_table(recording) -> pd.DataFrame:
             rows.append(
                 {
                     "step": t,
-                    "action": recording.action_names[b],
+                    "action": action_names_at(recording, t)[b],
                     "played": b == a,
                     "value": numbers["value"],
                     "prior": numbers["prior"][b],
@@ -603,7 +616,7 @@ def save_gif(recording, path: str, annotate: bool = True):
         if annotate:
             panel = Image.new("RGB", (FRAME_SIZE + PANEL_WIDTH, FRAME_SIZE), "white")
             panel.paste(image)
-            lines = annotation_lines(search_numbers(tree, a), t, recording.action_names)
+            lines = annotation_lines(search_numbers(tree, a), t, action_names_at(recording, t))
             ImageDraw.Draw(panel).multiline_text((FRAME_SIZE + 8, 8), "\n".join(lines), fill="black", font=font, spacing=5)
             image = panel
         images.append(image)
@@ -653,8 +666,9 @@ def tree_nodes(tree) -> list[dict]:
     return nodes
 
 
-def mark_delusions(nodes: list[dict], root_state) -> list[dict]:
-    """Replays a Breakthrough search (tree_nodes) in the real game from `root_state` (an OpenSpiel state): a node
+def mark_delusions(nodes: list[dict], root_state, openspiel_action: np.ndarray) -> list[dict]:
+    """Replays a Breakthrough search (tree_nodes) in the real game from `root_state` (an OpenSpiel state), agent
+    action a of player p being OpenSpiel's `openspiel_action[p, a - 1]` (BreakthroughVecEnv.openspiel_action): a node
     reached by a move that is not legal there is a delusion (thesis 5.8: below the root the learned model is
     not told the rules), and so is every node below one. Legal as the scripts' legal_actions: OpenSpiel's moves
     before the end, only the dummy action (the absorbing state the model is trained on) after it. Sets each
@@ -669,23 +683,25 @@ def mark_delusions(nodes: list[dict], root_state) -> list[dict]:
             node["delusion"], states[node["index"]] = True, None
         elif action == 0:  # after the end
             node["delusion"], states[node["index"]] = False, state
-        else:  # agent action a is OpenSpiel's a - 1
-            legal = action - 1 in state.legal_actions()
-            node["delusion"], states[node["index"]] = not legal, state.child(action - 1) if legal else None
+        else:
+            move = int(openspiel_action[state.current_player(), action - 1])
+            legal = move in state.legal_actions()
+            node["delusion"], states[node["index"]] = not legal, state.child(move) if legal else None
     return nodes
 
 
 def replay_game(script, args, actions: list):
     """The OpenSpiel state of a Breakthrough game after the given agent actions (from its first move)."""
-    state = script.BreakthroughVecEnv(args.board_size, 1).game.new_initial_state()
+    envs = script.BreakthroughVecEnv(args.board_size, 1)
+    state = envs.game.new_initial_state()
     for a in actions:
-        state.apply_action(a - 1)
+        state.apply_action(int(envs.openspiel_action[state.current_player(), a - 1]))
     return state
 
 
-def tree_graph(nodes: list[dict], action_names: list, title: str):
+def tree_graph(nodes: list[dict], names_at_depth, title: str):
     """A graphviz Digraph of tree_nodes: node index, R, V and N on nodes, action, p and Q on edges; delusions
-    (if marked) filled red."""
+    (if marked) filled red. `names_at_depth(depth)` names the actions played from a node at that depth."""
     import graphviz
 
     g = graphviz.Digraph(
@@ -702,7 +718,11 @@ def tree_graph(nodes: list[dict], action_names: list, title: str):
             fillcolor="#f4a0a0" if n.get("delusion") else "white",
         )
         if n["parent"] >= 0:
-            g.edge(str(n["parent"]), str(n["index"]), label=f"{action_names[n['action']]}\\np {n['p']:.2f}\\nQ {n['Q']:+.2f}")
+            g.edge(
+                str(n["parent"]),
+                str(n["index"]),
+                label=f"{names_at_depth(n['depth'] - 1)[n['action']]}\\np {n['p']:.2f}\\nQ {n['Q']:+.2f}",
+            )
     return g
 
 
@@ -773,11 +793,15 @@ def run_tree(cfg: Tree):
     nodes = tree_nodes(recording.trees[cfg.step])
     title = f"{os.path.basename(cfg.model)}, seed {cfg.seed}, step {cfg.step}"
     if is_board_game(script):
-        mark_delusions(nodes, replay_game(script, args, recording.actions[: cfg.step]))
+        mark_delusions(
+            nodes,
+            replay_game(script, args, recording.actions[: cfg.step]),
+            script.BreakthroughVecEnv(args.board_size, 1).openspiel_action,
+        )
         title += f": {sum(n['delusion'] for n in nodes)} of {len(nodes) - 1} nodes are delusions (red)"
     out = cfg.out or default_out(cfg.model, f"tree_{cfg.seed}_{cfg.step}")
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-    graph = tree_graph(nodes, recording.action_names, title)
+    graph = tree_graph(nodes, partial(action_names_at, recording, cfg.step), title)
     graph.save(out + ".dot")
     pd.DataFrame(nodes).to_csv(out + ".csv", index=False)
     try:
@@ -832,10 +856,10 @@ def self_play(
     return results
 
 
-def delusion_shares(tree, game_state) -> tuple[float, float]:
-    """(share of the simulations, share of the visit mass) of one search spent in delusional nodes: each
-    simulation adds one node, a node's visits are the simulations that passed through it."""
-    nodes = mark_delusions(tree_nodes(tree), game_state)[1:]  # the root is the real position
+def delusion_shares(tree, game_state, openspiel_action: np.ndarray) -> tuple[float, float]:
+    """(share of the simulations, share of the visit mass) of one search spent in delusional nodes (mark_delusions):
+    each simulation adds one node, a node's visits are the simulations that passed through it."""
+    nodes = mark_delusions(tree_nodes(tree), game_state, openspiel_action)[1:]  # the root is the real position
     deluded = [n for n in nodes if n["delusion"]]
     return len(deluded) / max(len(nodes), 1), sum(n["N"] for n in deluded) / max(sum(n["N"] for n in nodes), 1)
 
@@ -873,13 +897,14 @@ def run_audit(cfg: Audit):
         fail("--models: the audit replays searches in the real game: Breakthrough models only")
     rows = []
     for path, (script, args, net, params) in zip(cfg.models, agents):
+        openspiel_action = script.BreakthroughVecEnv(args.board_size, 1).openspiel_action
         shares = np.array(
             self_play(
                 script,
                 args,
                 net,
                 params,
-                lambda tree, game, move, player: delusion_shares(tree, game),
+                lambda tree, game, move, player: delusion_shares(tree, game, openspiel_action),
                 cfg.positions,
                 cfg.games,
                 cfg.seed,

@@ -105,14 +105,15 @@ def files(root):
     return {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-def saved_model(truncate: bool = False, flip: bool = False, **flags):
-    """A setup that saves a small model of muzero_minatar.py as m.muzero_model, truncated, with a byte changed, or with
-    other flags in its .json, and a file named `taken`."""
+def saved_model(truncate: bool = False, flip: bool = False, script=m, drop: tuple = (), **flags):
+    """A setup that saves a small model of `script` as m.muzero_model, truncated, with a byte changed, or with other
+    flags in its .json or the entries `drop` left out, and a file named `taken`."""
 
     def setup(cwd):
-        args, _, params = small_agent(m)
-        m.save_model(str(cwd / "m.muzero_model"), args, params)
+        args, _, params = small_agent(script)
+        script.save_model(str(cwd / "m.muzero_model"), args, params)
         saved = json.loads((cwd / "m.muzero_model.json").read_text())
+        saved = {key: value for key, value in saved.items() if key not in drop}
         (cwd / "m.muzero_model.json").write_text(json.dumps({**saved, **flags}))
         if truncate:
             (cwd / "m.muzero_model").write_bytes((cwd / "m.muzero_model").read_bytes()[:100])
@@ -154,6 +155,7 @@ TOOL_CASES = [  # (tool, flags, what the message must name, what is on disk or m
     ("episode", "--model m.muzero_model", "not a whole model of muzero_minatar.py", saved_model(truncate=True)),
     ("episode", "--model m.muzero_model", "not a whole model of muzero_minatar.py", saved_model(channels=2)),
     ("episode", "--model m.muzero_model", "muzero_minatar.py has no flags board_size", saved_model(board_size=5)),
+    ("match", "--model m.muzero_model", "a Breakthrough model of OpenSpiel's view", saved_model(script=bt, drop=("view",))),
     ("ladder", "--run-dirs runs/x", "pip install -e '.[tools]'", no_statsmodels),  # (after the whole tournament)
     ("tree", "--model m.muzero_model", "pip install -e '.[tools]'", no_graphviz),
 ]

@@ -21,18 +21,40 @@ ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 
 
 # --- environment bridge (4.3.1) --------------------------------------------------------------------
-def test_side_to_move_plane_tells_the_players_apart_on_the_same_board():
+@pytest.mark.parametrize("board_size", [5, 8])
+def test_white_moves_are_black_moves_upside_down_in_openspiel_names(board_size):
+    table = bt.BreakthroughVecEnv(board_size, 1).openspiel_action
+    state = pyspiel.load_game(f"breakthrough(rows={board_size},columns={board_size})").new_initial_state()
+    # OpenSpiel names row r (from black's side) n - r, off the board too: upside down, name d is n + 1 - d
+    upside_down = str.maketrans("".join(map(str, range(board_size + 2))), "".join(map(str, range(board_size + 1, -1, -1))))
+    for action in range(table.shape[1]):
+        assert table[0, action] == action
+        assert state.action_to_string(1, int(table[1, action])) == state.action_to_string(0, action).translate(upside_down)
+    np.testing.assert_array_equal(table[1, table[1]], np.arange(table.shape[1]))  # the mirror is its own inverse
+
+
+def test_each_player_sees_the_board_from_its_own_side_with_its_pieces_first():
     envs = bt.BreakthroughVecEnv(5, 1)
-    envs.step(np.zeros(1, np.int32))
-    board = envs.observe(0)
-    envs.to_play[0] = 1  # the same position with white to move
-    other = envs.observe(0)
-    assert board.shape == other.shape == (5, 5, 4)
-    np.testing.assert_array_equal(board[..., :3], other[..., :3])  # OpenSpiel's planes cannot tell
-    np.testing.assert_array_equal(board[..., 3], 0)
-    np.testing.assert_array_equal(other[..., 3], 1)
-    np.testing.assert_array_equal(board[0, :, 0], 1)  # black's row at the top, as OpenSpiel prints it
-    np.testing.assert_array_equal(board[4, :, 1], 1)
+    step = envs.step(np.zeros(1, np.int32))
+    black = step.obs[0]
+    assert black.shape == (5, 5, 4)
+    np.testing.assert_array_equal(black[..., :3], envs.board(0))  # black: OpenSpiel's planes
+    np.testing.assert_array_equal(black[0, :, 0], 1)  # its row at the top, as OpenSpiel prints it
+    np.testing.assert_array_equal(black[4, :, 1], 1)
+    np.testing.assert_array_equal(black[..., 3], 0)
+    envs.to_play[0] = 1  # the first position is symmetric: white would see it as black does
+    np.testing.assert_array_equal(envs.observe(0)[..., :3], black[..., :3])
+    np.testing.assert_array_equal(envs.observe(0)[..., 3], 1)
+    envs.to_play[0] = 0
+    move = int(np.flatnonzero(envs.legal_actions(np.array([False]))[0])[0])
+    assert envs.states[0].action_to_string(0, move - 1) == "a5a4"
+    step = envs.step(np.array([move]))
+    white, board = step.obs[0], envs.board(0)
+    np.testing.assert_array_equal(white[..., 0], board[::-1, :, 1])  # its own pieces first
+    np.testing.assert_array_equal(white[..., 1], board[::-1, :, 0])
+    np.testing.assert_array_equal(white[..., 2], board[::-1, :, 2])
+    np.testing.assert_array_equal(white[..., 3], 1)
+    assert white[3, 0, 1] == 1 and white[4, 0, 1] == 0  # black's moved piece, one row up from its side at the bottom
 
 
 def test_legal_masks_come_from_openspiel_and_the_terminal_reward_goes_to_the_mover():
@@ -51,13 +73,14 @@ def test_legal_masks_come_from_openspiel_and_the_terminal_reward_goes_to_the_mov
                 np.testing.assert_array_equal(legal[i], np.eye(envs.num_actions)[0])  # only the dummy
             elif not ended[i]:
                 assert legal[i, 0] == 0
-                np.testing.assert_array_equal(np.flatnonzero(legal[i]) - 1, state.legal_actions())
+                moves = envs.openspiel_action[state.current_player(), np.flatnonzero(legal[i]) - 1]
+                np.testing.assert_array_equal(np.sort(moves), state.legal_actions())
                 assert step.to_play[i] == state.current_player()
         actions = np.array([rng.choice(np.flatnonzero(row)) for row in legal])
         movers = step.to_play.copy()
         for i, state in enumerate(reference):
             if not ended[i]:
-                state.apply_action(int(actions[i]) - 1)
+                state.apply_action(int(envs.openspiel_action[movers[i], actions[i] - 1]))
         step = envs.step(actions)
         for i, state in enumerate(reference):
             if not ended[i] and state.is_terminal():
@@ -219,21 +242,26 @@ def test_evaluator_scores_a_strong_player_near_one_and_its_mirror_near_zero():
     assert np.mean(scores) <= 0.15
 
 
-def test_untrained_agent_plays_only_legal_moves_and_random_scores_about_half():
+def test_untrained_agent_plays_only_legal_moves_and_its_recording_replays_in_openspiel():
     args = bt.Args(channels=8, repr_blocks=1, pred_blocks=0, head_hidden=16, eval_num_simulations=4)
     net = bt.make_network(args, bt.BreakthroughVecEnv(5, 1).num_actions)
     params = bt.init_params(net, args, jax.random.PRNGKey(0))
     act_fn = bt.make_act_fn(net, bt.planner_configs(args)[1], args.gamma, keep_tree=True)
     scores, colour, recording = bt.evaluate_policy(act_fn, params, args, "random", 40, (0,), record=True)
-    # an illegal move would have raised in OpenSpiel's apply_action; an untrained agent is a random player
-    assert 0.25 <= np.mean(scores) <= 0.75
+    # an illegal move would have raised in OpenSpiel's apply_action
+    assert scores.shape == (40,) and set(np.unique(scores)) <= {0.0, 1.0} and np.sum(colour == 1) == 20
     # the recording of game 0 replays in OpenSpiel to its end, with a search of 4 simulations at every ply
     assert len(recording.frames) == len(recording.trees) == len(recording.actions) > 5
     assert recording.frames[0].shape == (5, 5, 2)  # the planes of black's and white's pieces
-    state = bt.BreakthroughVecEnv(5, 1).game.new_initial_state()
-    for action, tree in zip(recording.actions[:-1], recording.trees):
+    envs = bt.BreakthroughVecEnv(5, 1)
+    state = envs.game.new_initial_state()
+    for step, (action, tree) in enumerate(zip(recording.actions[:-1], recording.trees)):
         assert tree.node_visits.shape == (1, 5) and tree.node_visits[0, 0] == 5
-        state.apply_action(action - 1)
+        board = np.asarray(state.observation_tensor(0)).reshape(3, 5, 5).transpose(1, 2, 0)
+        np.testing.assert_array_equal(recording.frames[step], board[..., :2])  # the real board, for both players
+        move = int(envs.openspiel_action[state.current_player(), action - 1])
+        assert tools.action_names_at(recording, step)[action] == state.action_to_string(state.current_player(), move)
+        state.apply_action(move)
     assert state.is_terminal() and recording.actions[-1] == 0  # the dummy action after the last move
 
 

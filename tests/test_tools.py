@@ -365,8 +365,8 @@ def chain_search():
 
     env = bt.BreakthroughVecEnv(5, 1)
     root = env.game.new_initial_state()
-    black = root.legal_actions()[0] + 1  # agent actions are OpenSpiel's + 1
-    white = root.child(black - 1).legal_actions()[0] + 1
+    black = root.legal_actions()[0] + 1  # black's agent actions are OpenSpiel's + 1
+    white = env.openspiel_action[1, root.child(black - 1).legal_actions()[0]] + 1  # white's are mirrored
     favour = jnp.full((2, env.num_actions), -20.0).at[0, black].set(20.0).at[1, white].set(20.0)
 
     def recurrent_fn(params, rng, action, depth):
@@ -384,12 +384,12 @@ def chain_search():
         invalid_actions=~env.legal_actions(np.array([False])),
         dirichlet_fraction=0.0,
     )
-    return out.search_tree, root, black, white
+    return out.search_tree, root, black, white, env.openspiel_action
 
 
 def test_a_search_through_an_illegal_move_is_marked_as_a_delusion_and_a_legal_one_is_not():
-    tree, root, black, white = chain_search()
-    nodes = tools.mark_delusions(tools.tree_nodes(tree), root)
+    tree, root, black, white, openspiel_action = chain_search()
+    nodes = tools.mark_delusions(tools.tree_nodes(tree), root, openspiel_action)
     assert [(n["depth"], n.get("action"), n["N"], n["delusion"]) for n in nodes] == [
         (0, None, 4, False),
         (1, black, 3, False),
@@ -397,7 +397,7 @@ def test_a_search_through_an_illegal_move_is_marked_as_a_delusion_and_a_legal_on
         (3, black, 1, True),
     ]
     # the audit's shares by hand: 1 of 3 simulations ended in a delusion, which holds 1 of the 6 visits below the root
-    assert tools.delusion_shares(tree, root) == pytest.approx((1 / 3, 1 / 6))
+    assert tools.delusion_shares(tree, root, openspiel_action) == pytest.approx((1 / 3, 1 / 6))
     # the dummy action is a delusion before the end; after it, it is the only legal action (the absorbing
     # state the model learns), and any move is a delusion
     hand = [
@@ -406,11 +406,11 @@ def test_a_search_through_an_illegal_move_is_marked_as_a_delusion_and_a_legal_on
         {"index": 2, "parent": 0, "action": black},
         {"index": 3, "parent": 1, "action": 0},
     ]
-    assert [n["delusion"] for n in tools.mark_delusions(hand, root)] == [False, True, False, True]
+    assert [n["delusion"] for n in tools.mark_delusions(hand, root, openspiel_action)] == [False, True, False, True]
     ended = root.clone()
     while not ended.is_terminal():
         ended.apply_action(ended.legal_actions()[0])
-    assert [n["delusion"] for n in tools.mark_delusions(hand, ended)] == [False, False, True, False]
+    assert [n["delusion"] for n in tools.mark_delusions(hand, ended, openspiel_action)] == [False, False, True, False]
 
 
 def test_tree_tool_draws_every_node_with_its_numbers_and_delusions_in_red(tmp_path, monkeypatch):
