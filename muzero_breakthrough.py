@@ -337,34 +337,25 @@ def env_seeds(seed: int | tuple[int, ...], num_envs: int) -> np.ndarray:
 
 
 class BreakthroughVecEnv:
-    """`num_envs` OpenSpiel Breakthrough games stepped as one batch, every move of both players one step.
-    A step on a game whose last output was `is_last` starts a new game instead (the thesis' unified main
-    loop), so the stream never stops. Each player sees the board as AlphaZero orients it (the thesis: both as
-    OpenSpiel shows it): white upside down, its own pieces first, its moves mirrored (`openspiel_action`), so
-    both colours share what the network learns. The observation gains a plane with the player to move."""
+    """`num_envs` OpenSpiel Breakthrough games stepped as one batch, a step per move; a step after `is_last` starts a new
+    game (the thesis' unified main loop). Each player sees the board from its side as in AlphaZero (the thesis: as OpenSpiel
+    shows it), white upside down, its pieces first, its moves mirrored (`openspiel_action`); a plane says who is to move."""
 
     def __init__(self, board_size: int, num_envs: int):
         self.game = pyspiel.load_game(f"breakthrough(rows={board_size},columns={board_size})")
         self.states = [self.game.new_initial_state() for _ in range(num_envs)]
         self.num_actions = self.game.num_distinct_actions() + 1  # |A^a| = |A^e| + dummy
-        n = board_size  # OpenSpiel's move ((row * n + column) * 6 + direction) * 2 + capture; upside down (white):
-        # row n - 1 - row, direction + 3 mod 6 (directions down-left, down, down-right, up-left, up, up-right)
-        row, column, direction, capture = np.unravel_index(np.arange(n * n * 12), (n, n, 6, 2))
-        mirrored = np.ravel_multi_index((n - 1 - row, column, (direction + 3) % 6, capture), (n, n, 6, 2))
-        self.openspiel_action = np.stack([np.arange(n * n * 12), mirrored])  # [player, agent action - 1]; its own inverse
+        moves = np.arange(self.num_actions - 1).reshape(board_size, board_size, 2, 3, 2)  # row, column, down/up, step, capture
+        self.openspiel_action = np.stack([moves.ravel(), moves[::-1, :, ::-1].ravel()])  # [player, agent action - 1]
         self.planes = self.game.observation_tensor_shape()  # (C, H, W) of OpenSpiel's tensor
         c, h, w = self.planes
         self.obs_shape = (h, w, c + 1)
         self.last = np.ones(num_envs, bool)
         self.to_play = np.zeros(num_envs, np.int64)
 
-    def board(self, i: int) -> np.ndarray:
-        """(H, W, 3) OpenSpiel's planes of game i: black's pieces (black's side at the top), white's, empty squares."""
-        return np.asarray(self.states[i].observation_tensor(0)).reshape(self.planes).transpose(1, 2, 0)
-
-    def observe(self, i: int) -> np.ndarray:
-        planes = self.board(i)
-        planes = planes[::-1, :, [1, 0, 2]] if self.to_play[i] else planes  # white: upside down, its own pieces first
+    def observe(self, i: int, as_mover: bool = True) -> np.ndarray:
+        planes = np.asarray(self.states[i].observation_tensor(0)).reshape(self.planes).transpose(1, 2, 0)
+        planes = planes[::-1, :, [1, 0, 2]] if as_mover and self.to_play[i] else planes  # white: upside down, own pieces first
         return np.concatenate([planes, np.full((*planes.shape[:2], 1), self.to_play[i])], axis=-1).astype(np.uint8)
 
     def step(self, actions: np.ndarray) -> Step:
@@ -387,7 +378,7 @@ class BreakthroughVecEnv:
         return Step(obs, reward, first, self.last.copy(), self.to_play.copy())
 
     def legal_actions(self, is_last: np.ndarray) -> np.ndarray:
-        """Mask over agent actions: OpenSpiel's legal moves before the end, only the dummy action at the end."""
+        """Mask over agent actions: the legal env actions before the end, only the dummy action at the end."""
         legal = np.zeros((len(is_last), self.num_actions), bool)
         legal[:, 0] = is_last
         for i in np.flatnonzero(~is_last):
@@ -1314,8 +1305,7 @@ class SearchPlayer:
 
 
 class BotPlayer:
-    """OpenSpiel's MCTSBot with random rollouts (`simulations` > 0) or a uniformly random legal move (0),
-    moving in the games where it is to play; fixed by its seed."""
+    """OpenSpiel's MCTSBot with random rollouts (`simulations` > 0) or a uniformly random legal move (0), fixed by its seed."""
 
     def __init__(self, game, simulations: int, seed):
         self.rng = np.random.RandomState(env_seeds(seed, 1)[0])
@@ -1325,10 +1315,8 @@ class BotPlayer:
     def __call__(self, envs, step: Step, legal, mine):
         actions = np.zeros(len(mine), np.int32)
         for i in np.flatnonzero(mine):
-            if self.bot is None:
-                actions[i] = self.rng.choice(np.flatnonzero(legal[i]))
-            else:  # OpenSpiel's move as its mover sees it (the mirror is its own inverse)
-                actions[i] = envs.openspiel_action[envs.to_play[i], self.bot.step(envs.states[i])] + 1
+            mirror = envs.openspiel_action[envs.to_play[i]]  # the bot's move as its mover sees it (its own inverse)
+            actions[i] = mirror[self.bot.step(envs.states[i])] + 1 if self.bot else self.rng.choice(np.flatnonzero(legal[i]))
         return actions
 
     def played(self, actions):
@@ -1336,7 +1324,7 @@ class BotPlayer:
 
 
 class Recording(NamedTuple):
-    """One evaluation game ply by ply, as the annotated video shows it (thesis 4.5)."""
+    """One evaluation episode step by step, as the annotated video shows it (thesis 4.5)."""
 
     frames: list  # the observation at each step
     trees: list  # the search made at that step (mctx.Tree of this game alone, root embedding only)
@@ -1345,10 +1333,9 @@ class Recording(NamedTuple):
 
 
 def play_games(players: tuple, board_size: int, num_games: int, record: bool = False):
-    """Plays `num_games` games of players[0] against players[1] as one batch, players[0] black (first to move) in the
-    even games. Returns players[0]'s score in each game (1 win, 0 loss), its colour in each (0 black, 1 white), and
-    if `record` a Recording of game 0 with players[0]'s search at every ply, the opponent's too (a SearchPlayer whose
-    act_fn keeps its trees)."""
+    """Plays `num_games` games of players[0] against players[1] as one batch, players[0] black (first to move) in the even
+    games. Returns players[0]'s score in each game (1 win, 0 loss), its colour in each (0 black, 1 white), and if `record`
+    a Recording of game 0 with players[0]'s search at every ply, the opponent's too (its act_fn must keep its trees)."""
     envs = BreakthroughVecEnv(board_size, num_games)
     step = envs.step(np.zeros(num_games, np.int32))
     colour = np.arange(num_games) % 2
@@ -1364,7 +1351,7 @@ def play_games(players: tuple, board_size: int, num_games: int, record: bool = F
         for player in players:
             player.played(action)
         if record and not done[0]:
-            recording.frames.append(envs.board(0)[..., :2])  # black's and white's pieces, as OpenSpiel's planes show them
+            recording.frames.append(envs.observe(0, as_mover=False)[..., :2])  # black's, white's pieces on the real board
             recording.trees.append(jax.tree.map(lambda x: np.asarray(x[:1]), players[0].tree))
             recording.actions.append(int(action[0]))
         ended = step.is_last & ~done
@@ -1373,9 +1360,6 @@ def play_games(players: tuple, board_size: int, num_games: int, record: bool = F
         done |= step.is_last
         step = envs.step(action)
     return scores, colour, recording
-
-
-OPPONENTS = ("random", "mcts")
 
 
 def evaluate_policy(act_fn, params, args: Args, opponent: str, num_games: int, seed: tuple[int, ...], record: bool = False):
@@ -1397,7 +1381,7 @@ def log_evaluation(writer: SummaryWriter, eval_act_fn, params, args: Args, itera
     charts/eval_win_rate_*, saves the first against MCTS as an annotated GIF with --capture-video; returns the result."""
     params = jax.device_put(params, jax.local_devices()[args.actor_device_ids[0]])  # on the first of --actor-device-ids
     summary = "win_rate:"
-    for i, opponent in enumerate(OPPONENTS):
+    for i, opponent in enumerate(("random", "mcts")):
         seed, record = (args.seed, 1, iteration, i), args.capture_video and opponent == "mcts"
         scores, colour, recording = evaluate_policy(eval_act_fn, params, args, opponent, args.eval_episodes, seed, record)
         writer.add_scalar(f"charts/eval_win_rate_{opponent}", float(np.mean(scores)), global_step)

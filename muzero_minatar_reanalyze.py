@@ -394,7 +394,7 @@ class MinAtarVecEnv:
         return Step(obs, reward, first, self.last.copy())
 
     def legal_actions(self, is_last: np.ndarray) -> np.ndarray:
-        """Mask over agent actions: env actions before the end, only the dummy action at the end."""
+        """Mask over agent actions: the legal env actions before the end, only the dummy action at the end."""
         legal = np.ones((len(is_last), self.num_actions), bool)
         legal[:, 0] = is_last
         legal[:, 1:] = ~is_last[:, None]

@@ -38,7 +38,7 @@ def test_each_player_sees_the_board_from_its_own_side_with_its_pieces_first():
     step = envs.step(np.zeros(1, np.int32))
     black = step.obs[0]
     assert black.shape == (5, 5, 4)
-    np.testing.assert_array_equal(black[..., :3], envs.board(0))  # black: OpenSpiel's planes
+    np.testing.assert_array_equal(black[..., :3], envs.observe(0, as_mover=False)[..., :3])  # black: OpenSpiel's planes
     np.testing.assert_array_equal(black[0, :, 0], 1)  # its row at the top, as OpenSpiel prints it
     np.testing.assert_array_equal(black[4, :, 1], 1)
     np.testing.assert_array_equal(black[..., 3], 0)
@@ -49,7 +49,7 @@ def test_each_player_sees_the_board_from_its_own_side_with_its_pieces_first():
     move = int(np.flatnonzero(envs.legal_actions(np.array([False]))[0])[0])
     assert envs.states[0].action_to_string(0, move - 1) == "a5a4"
     step = envs.step(np.array([move]))
-    white, board = step.obs[0], envs.board(0)
+    white, board = step.obs[0], envs.observe(0, as_mover=False)[..., :3]
     np.testing.assert_array_equal(white[..., 0], board[::-1, :, 1])  # its own pieces first
     np.testing.assert_array_equal(white[..., 1], board[::-1, :, 0])
     np.testing.assert_array_equal(white[..., 2], board[::-1, :, 2])

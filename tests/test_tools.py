@@ -428,6 +428,13 @@ def test_tree_tool_draws_every_node_with_its_numbers_and_delusions_in_red(tmp_pa
     assert deluded and all(n["depth"] >= 2 for n in deluded)  # the root's moves are OpenSpiel's legal ones
     first = next(n for n in nodes if n["depth"] == 1)
     assert f"#{first['index']}\\nR {first['R']:+.2f}\\nV {first['V']:+.2f}\\nN {first['N']}" in dot
+    # step 3 is white's move: the root's moves are named as white plays them on the real board, the replies as black's
+    second = next(n for n in nodes if n["depth"] == 2)
+    envs = bt.BreakthroughVecEnv(5, 1)
+    for node, mover in ((first, 1), (second, 0)):
+        move = int(envs.openspiel_action[mover, node["action"] - 1])
+        name = envs.states[0].action_to_string(mover, move) if node["action"] else "(end)"
+        assert f'label="{name}\\np {node["p"]:.2f}' in dot
     table = pd.read_csv(tmp_path / "tree.csv")  # the drawing's numbers, node by node
     assert table["index"].tolist() == [n["index"] for n in nodes] and table.N.tolist() == [n["N"] for n in nodes]
     monkeypatch.setenv("PATH", str(tmp_path))  # without graphviz's `dot`: the .dot file and no (empty) PNG
