@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Learning benchmark of muzero_breakthrough.py: self-play on Breakthrough, evaluated against a uniform-random
 # player and OpenSpiel's MCTSBot. Runs every seed one after another (each run uses both cores of a 2-core CPU),
-# collects each run's win-rate curves into $OUT, plays its final model's matches (matches.csv), the Elo ladder
-# of the first seed's checkpoints ($OUT/ladder/seed{seed}/), then redraws the figure and table the docs show.
+# collects each run's win-rate curves into $OUT, plays its final model's matches (matches.csv) and the Elo ladder
+# of its checkpoints ($OUT/ladder/seed{seed}/), then redraws the figure and table the docs show.
 #
 #   bash benchmark/muzero_breakthrough.sh                 # 5x5 (the docs' defaults), seeds 1 2
 #   SEEDS="3" bash benchmark/muzero_breakthrough.sh --track
-#   BOARD_SIZE=8 bash benchmark/muzero_breakthrough.sh    # the full board, into $OUT/board_8 (2M plies, 2.4 h)
-#   MATCHES="mcts-10000:50" LADDER="" bash benchmark/muzero_breakthrough.sh   # a stronger opponent
+#   BOARD_SIZE=8 bash benchmark/muzero_breakthrough.sh    # the full board, into $OUT/board_8 (2M plies, 2.0-2.6 h)
+#   MATCHES="mcts-10000:200" LADDER="" bash benchmark/muzero_breakthrough.sh   # a longer match, no ladder
 #   EXP_NAME=muzero_breakthrough_8x8_considered_4 OUT=docs/benchmark/muzero_breakthrough/considered_4 BOARD_SIZE=8 \
 #     bash benchmark/muzero_breakthrough.sh --max-num-considered-actions 4   # a setting beside the defaults
 #
@@ -26,9 +26,9 @@ SEEDS=${SEEDS:-"1 2"}
 BOARD_SIZE=${BOARD_SIZE:-5}
 OUT=${OUT:-docs/benchmark/muzero_breakthrough}
 board=(--board-size "$BOARD_SIZE")
-if [ "$BOARD_SIZE" = 5 ]; then  # MCTSBot-1000: 4 minutes for 200 games on 5x5; 8x8: 4.2 s a move (reported)
-  MATCHES=${MATCHES:-"random:200 mcts-100:200 mcts-1000:200"}
-  LADDER=${LADDER-"100"}
+if [ "$BOARD_SIZE" = 5 ]; then  # a seed's 4 matches: about 10 minutes on 5x5; 8x8: MCTSBot-1000 4.2 s a move (reported)
+  MATCHES=${MATCHES:-"random:200 mcts-100:200 mcts-1000:200 mcts-10000:50"}
+  LADDER=${LADDER-"100 1000"}
   exp_name=${EXP_NAME:-muzero_breakthrough}
 else
   MATCHES=${MATCHES:-"random:200 mcts-1000:50"}
@@ -52,9 +52,9 @@ for seed in $SEEDS; do
     python muzero_tools.py match --model "$(ls "$RUN_DIR"/*.muzero_model)" --opponent "${opponent%%-*}" \
       "${simulations[@]}" --games "${match#*:}" --commit "$RUN_COMMIT" --out "$OUT"
   done
-  if [ -n "$LADDER" ] && [ "$seed" = "${SEEDS%% *}" ]; then  # the first seed's checkpoints
+  if [ -n "$LADDER" ]; then  # checkpoints at 50k, 300k, 550k and 800k plies on 5x5, and the anchors
     # shellcheck disable=SC2086  # LADDER is a list of numbers
-    python muzero_tools.py ladder --run-dirs "$RUN_DIR" --every 2 --games-per-pair 40 --mcts-simulations $LADDER \
+    python muzero_tools.py ladder --run-dirs "$RUN_DIR" --every 5 --games-per-pair 20 --mcts-simulations $LADDER \
       --out "$OUT/ladder/seed$seed"
   fi
 done
