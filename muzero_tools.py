@@ -690,9 +690,9 @@ def mark_delusions(nodes: list[dict], root_state, openspiel_action: np.ndarray) 
     return nodes
 
 
-def replay_game(script, args, actions: list):
-    """The OpenSpiel state of a Breakthrough game after the given agent actions (from its first move)."""
-    envs = script.BreakthroughVecEnv(args.board_size, 1)
+def replay_game(envs, actions: list):
+    """The OpenSpiel state of a Breakthrough game (`envs`: a BreakthroughVecEnv) after the given agent actions (from its
+    first move)."""
     state = envs.game.new_initial_state()
     for a in actions:
         state.apply_action(int(envs.openspiel_action[state.current_player(), a - 1]))
@@ -793,11 +793,8 @@ def run_tree(cfg: Tree):
     nodes = tree_nodes(recording.trees[cfg.step])
     title = f"{os.path.basename(cfg.model)}, seed {cfg.seed}, step {cfg.step}"
     if is_board_game(script):
-        mark_delusions(
-            nodes,
-            replay_game(script, args, recording.actions[: cfg.step]),
-            script.BreakthroughVecEnv(args.board_size, 1).openspiel_action,
-        )
+        envs = script.BreakthroughVecEnv(args.board_size, 1)
+        mark_delusions(nodes, replay_game(envs, recording.actions[: cfg.step]), envs.openspiel_action)
         title += f": {sum(n['delusion'] for n in nodes)} of {len(nodes) - 1} nodes are delusions (red)"
     out = cfg.out or default_out(cfg.model, f"tree_{cfg.seed}_{cfg.step}")
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
