@@ -1,17 +1,19 @@
 """The trained models committed under docs/benchmark/ (a benchmark's seed 1, final; the reanalysis one seed 2) load,
 their sha256 checked, and play at their benchmark's level: README's `evaluate` snippet with the MinAtar one, `evaluate`
-with the reanalysis and Atari ones, `match` with the Breakthrough one."""
+with the reanalysis and Atari ones, `match` with the Breakthrough ones (5x5 and 8x8)."""
 
 import os
 import re
 
 import numpy as np
 import pandas as pd
+import pytest
 
 import muzero_tools as tools
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BREAKTHROUGH_MODEL = "docs/benchmark/muzero_breakthrough/models/breakthrough__muzero_breakthrough__1.muzero_model"
+BREAKTHROUGH_8X8_MODEL = "docs/benchmark/muzero_breakthrough/models/breakthrough__muzero_breakthrough_8x8__1.muzero_model"
 REANALYZE_MODEL = "docs/benchmark/muzero_minatar_reanalyze/models/Breakout__muzero_minatar_reanalyze__2.muzero_model"
 ATARI_MODEL = "docs/benchmark/muzero_atari_multigpu/models/Breakout-v5__muzero_atari_multigpu__1.muzero_model"
 
@@ -40,12 +42,11 @@ def test_the_committed_reanalyze_model_plays_breakout_far_above_a_random_policy(
     assert np.mean(returns) > 20 * random_return("muzero_minatar", "Breakout")
 
 
-def test_the_committed_breakthrough_model_wins_a_match_against_a_random_player(tmp_path):
-    tools.run_match(
-        tools.Match(model=os.path.join(ROOT, BREAKTHROUGH_MODEL), opponent="random", games=10, commit="-", out=str(tmp_path))
-    )
+@pytest.mark.parametrize("model, board_size", [(BREAKTHROUGH_MODEL, 5), (BREAKTHROUGH_8X8_MODEL, 8)])
+def test_the_committed_breakthrough_models_win_a_match_against_a_random_player(tmp_path, model, board_size):
+    tools.run_match(tools.Match(model=os.path.join(ROOT, model), opponent="random", games=10, commit="-", out=str(tmp_path)))
     match = pd.read_csv(tmp_path / "matches.csv")
-    assert match.games.item() == 10 and match.board_size.item() == 5
+    assert match.games.item() == 10 and match.board_size.item() == board_size
     assert match.win_rate.item() >= 0.9
 
 
