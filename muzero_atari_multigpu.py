@@ -1420,23 +1420,24 @@ def log_evaluation(writer: SummaryWriter, eval_act_fn, params, args: Args, itera
     return f"eval_return={np.mean(returns):.2f}"
 
 
-def save_model(path: str, args: Args, params):
-    """The parameters (flax bytes) and then, beside them, the script, flags and the parameters' sha256 as JSON:
-    muzero_tools.load_model reads both. The JSON is written last: a model whose save failed has none."""
+def save_model(path: str, args: Args, params, global_step: int):
+    """The parameters (flax bytes) and then, beside them, the script, flags, the parameters' sha256 and the environment
+    steps they were trained on (`step`) as JSON: muzero_tools.load_model reads both. The JSON is written last: a model
+    whose save failed has none."""
     data = flax.serialization.to_bytes(params)
     atomic_write(path, lambda f: f.write(data))
-    saved = dict(script=SCRIPT, sha256=hashlib.sha256(data).hexdigest(), **asdict(args))
+    saved = dict(script=SCRIPT, sha256=hashlib.sha256(data).hexdigest(), step=global_step, **asdict(args))
     atomic_write(path + ".json", lambda f: f.write(json.dumps(saved, indent=2).encode()))
 
 
-def save_final_model(run_dir: str, args: Args, params, num_updates: int):
+def save_final_model(run_dir: str, args: Args, params, num_updates: int, global_step: int):
     """save_model at the end of a run (--save-model), saying where the model is, or how the run can still give it."""
     path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
     if not num_updates:
         print("no update was made: there are no trained parameters to save", flush=True)
         return
     try:
-        save_model(path, args, params)
+        save_model(path, args, params, global_step)
     except OSError as e:
         has_checkpoint = os.path.isfile(os.path.join(run_dir, CHECKPOINT_FILE))
         retry = f"--resume {run_dir} --save-model continues from its last checkpoint" if has_checkpoint else "no checkpoint"
@@ -1682,7 +1683,8 @@ def main(args: Args):
             actor.join()
         try:
             if args.save_model:  # every process its own copy: a host's run directory is complete
-                save_final_model(run_dir, args, unreplicate(state.params), progress.num_updates)
+                steps_played = progress.iteration * steps_per_iteration  # in the whole iterations the learner finished
+                save_final_model(run_dir, args, unreplicate(state.params), progress.num_updates, steps_played)
         finally:
             writer.close()
     finished = dict(step=num_iterations * steps_per_iteration, updates=progress.num_updates)  # the run ended, its model saved

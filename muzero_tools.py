@@ -139,9 +139,12 @@ def bradley_terry(wins: np.ndarray, anchor: int = 0, prior_games: float = 0.0, c
 # ladder: a round robin of a Breakthrough run's checkpoints
 # ---------------------------------------------------------------------------------------------
 def model_step(path: str):
-    """The training step of a checkpoint model (`step_{step}.muzero_model`); NaN for any other model."""
+    """The environment steps a saved model was trained on: the `step` its JSON records, or for a model saved before
+    the step was recorded, a checkpoint's name (`step_{step}.muzero_model`), else NaN."""
+    with open(path + ".json") as f:
+        step = json.load(f).get("step")
     found = re.search(r"step_(\d+)\.muzero_model$", path)
-    return int(found.group(1)) if found else np.nan
+    return step if step is not None else int(found.group(1)) if found else np.nan
 
 
 def run_label(run_dir: str) -> str:
@@ -339,12 +342,6 @@ class Match:
     """folder of matches.csv, whose row of the same model and opponent is replaced (default: print only)"""
 
 
-def final_step(script, args) -> int:
-    """The environment steps a run of these flags has taken at its end (whole actor iterations)."""
-    steps_per_iteration = args.num_envs * args.num_steps * script.global_threads(args)
-    return args.total_timesteps // steps_per_iteration * steps_per_iteration
-
-
 def run_match(cfg: Match):
     if cfg.games <= 0 or cfg.games % 2:
         fail(f"--games must be positive and even (got {cfg.games}): half the games with each colour")
@@ -364,7 +361,7 @@ def run_match(cfg: Match):
         "win_rate": scores.mean(),
         "as_black": scores[colour == 0].mean(),
         "as_white": scores[colour == 1].mean(),
-        "plies": model_step(cfg.model) if "step_" in os.path.basename(cfg.model) else final_step(script, args),
+        "plies": model_step(cfg.model),
         "model": os.path.relpath(cfg.model, REPO) if os.path.isabs(cfg.model) else cfg.model,
         "match_seed": cfg.seed,
         "commit": cfg.commit or git_commit(cfg.out or "."),
@@ -445,6 +442,7 @@ def load_model(model_path: str, flag: str = "--model"):
     with open(model_path + ".json") as f:
         saved = json.load(f)
     sha256 = saved.pop("sha256", None)  # models saved before the checksum have none
+    saved.pop("step", None)  # (model_step reads it)
     flags_of = {  # a flag only that script has: for models saved before the script was recorded
         "board_size": "muzero_breakthrough",
         "frame_skip": "muzero_atari_multigpu",

@@ -111,7 +111,7 @@ def saved_model(truncate: bool = False, flip: bool = False, script=m, drop: tupl
 
     def setup(cwd):
         args, _, params = small_agent(script)
-        script.save_model(str(cwd / "m.muzero_model"), args, params)
+        script.save_model(str(cwd / "m.muzero_model"), args, params, 0)
         saved = json.loads((cwd / "m.muzero_model.json").read_text())
         saved = {key: value for key, value in saved.items() if key not in drop}
         (cwd / "m.muzero_model.json").write_text(json.dumps({**saved, **flags}))

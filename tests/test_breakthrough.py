@@ -351,6 +351,8 @@ def test_self_play_smoke_run_writes_events_checkpoint_models_and_a_playable_mode
         open(os.path.join(run_dir, "muzero_breakthrough.muzero_model"), "rb") as b,
     ):
         assert a.read() == b.read()
+    models = ("models/step_512.muzero_model", "models/step_1024.muzero_model", "muzero_breakthrough.muzero_model")
+    assert [tools.model_step(os.path.join(run_dir, path)) for path in models] == [512, 1024, 1024]  # saved in its JSON
     scores = tools.evaluate(os.path.join(run_dir, "muzero_breakthrough.muzero_model"), eval_episodes=4)
     assert scores.shape == (4,) and set(np.unique(scores)) <= {0.0, 1.0}
     # the benchmark's results step files the run's win rates (muzero_tools.py collect and report)

@@ -75,11 +75,11 @@ def test_a_model_saved_on_a_full_disk_leaves_the_previous_model_whole(tmp_path, 
     args = tyro.cli(m.Args, args=SMALL_RUN)
     params = m.init_params(m.make_network(args, 4), args, jax.random.PRNGKey(0))
     path = str(tmp_path / "muzero_minatar.muzero_model")
-    m.save_model(path, args, params)
+    m.save_model(path, args, params, 0)
     before = {name: open(tmp_path / name, "rb").read() for name in os.listdir(tmp_path)}
     monkeypatch.setattr(m, "open", lambda *a, **k: FullDisk(open(*a, **k)), raising=False)
     with pytest.raises(OSError, match="the previous .* is whole"):
-        m.save_model(path, dataclasses.replace(args, seed=4), jax.tree.map(lambda x: x + 1, params))
+        m.save_model(path, dataclasses.replace(args, seed=4), jax.tree.map(lambda x: x + 1, params), 0)
     assert {name: open(tmp_path / name, "rb").read() for name in os.listdir(tmp_path)} == before  # no .tmp either
 
 
@@ -120,7 +120,7 @@ def test_a_model_json_is_written_after_the_parameters_with_their_sha256(tmp_path
         real_atomic_write(target, write)
 
     monkeypatch.setattr(m, "atomic_write", atomic_write)
-    m.save_model(path, args, params)
+    m.save_model(path, args, params, 0)
     assert written == ["muzero_minatar.muzero_model", "muzero_minatar.muzero_model.json"]  # the json last
     saved = json.load(open(path + ".json"))
     assert saved["sha256"] == hashlib.sha256(open(path, "rb").read()).hexdigest()
@@ -129,10 +129,10 @@ def test_a_model_json_is_written_after_the_parameters_with_their_sha256(tmp_path
 def test_a_run_stopped_before_its_first_update_says_there_is_nothing_to_save(tmp_path, capsys):
     args = tyro.cli(m.Args, args=[*SMALL_RUN, "--save-model"])
     params = m.init_params(m.make_network(args, 4), args, jax.random.PRNGKey(0))
-    m.save_final_model(str(tmp_path), args, params, num_updates=0)
+    m.save_final_model(str(tmp_path), args, params, num_updates=0, global_step=0)
     assert capsys.readouterr().out == "no update was made: there are no trained parameters to save\n"
     assert os.listdir(tmp_path) == []
-    m.save_final_model(str(tmp_path), args, params, num_updates=3)
+    m.save_final_model(str(tmp_path), args, params, num_updates=3, global_step=96)
     assert sorted(os.listdir(tmp_path)) == ["muzero_minatar.muzero_model", "muzero_minatar.muzero_model.json"]
 
 
