@@ -143,8 +143,10 @@ def model_step(path: str):
     the step was recorded, a checkpoint's name (`step_{step}.muzero_model`), else NaN."""
     with open(path + ".json") as f:
         step = json.load(f).get("step")
+    if step is not None:
+        return step
     found = re.search(r"step_(\d+)\.muzero_model$", path)
-    return step if step is not None else int(found.group(1)) if found else np.nan
+    return int(found.group(1)) if found else np.nan
 
 
 def run_label(run_dir: str) -> str:

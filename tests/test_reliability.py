@@ -134,6 +134,7 @@ def test_a_run_stopped_before_its_first_update_says_there_is_nothing_to_save(tmp
     assert os.listdir(tmp_path) == []
     m.save_final_model(str(tmp_path), args, params, num_updates=3, global_step=96)
     assert sorted(os.listdir(tmp_path)) == ["muzero_minatar.muzero_model", "muzero_minatar.muzero_model.json"]
+    assert json.load(open(tmp_path / "muzero_minatar.muzero_model.json"))["step"] == 96
 
 
 def test_an_events_file_that_cannot_be_written_ends_the_run_with_exit_1_and_the_model_saved(tmp_path):
