@@ -126,8 +126,11 @@ def saved_model(truncate: bool = False, flip: bool = False, script=m, drop: tupl
     return setup
 
 
+BLOCKED_IMPORTS = ("statsmodels.api", "graphviz")  # the setups below make these imports fail; the test puts them back
+
+
 def no_statsmodels(cwd):
-    sys.modules["statsmodels.api"] = None  # its import fails (the test puts sys.modules back)
+    sys.modules["statsmodels.api"] = None  # its import fails
 
 
 def no_graphviz(cwd):
@@ -164,8 +167,8 @@ TOOL_CASES = [  # (tool, flags, what the message must name, what is on disk or m
 @pytest.mark.parametrize("tool, flags, named, setup", TOOL_CASES, ids=[f"{t} {n[-30:]}" for t, _, n, _ in TOOL_CASES])
 def test_bad_tool_input_exits_2_naming_the_flag_and_writes_nothing(tmp_path, monkeypatch, capsys, tool, flags, named, setup):
     monkeypatch.chdir(tmp_path)
-    for name in ("statsmodels.api", "graphviz"):  # the setups block these imports: monkeypatch puts them back after
-        monkeypatch.setitem(sys.modules, name, sys.modules.get(name))  # (sys.modules itself stays: jax imports into it)
+    for name in BLOCKED_IMPORTS:  # monkeypatch restores each entry, present or absent (not a copy of sys.modules:
+        monkeypatch.setitem(sys.modules, name, sys.modules.get(name))  # jax's lazy imports must land in the real one)
         if sys.modules[name] is None:
             monkeypatch.delitem(sys.modules, name)
     if setup:
