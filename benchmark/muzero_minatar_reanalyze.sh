@@ -5,7 +5,7 @@
 #   no_reanalysis_rr8  no reanalysis at replay ratio 8
 #   sample_rr2         reanalysis when a batch is drawn ($SAMPLE: MuZero Reanalyze, EfficientZero), replay ratio 2
 #   sample_rr8         the same at replay ratio 8
-#   sample_rr2_ratio1  sample_rr2 searching every sampled position again (--reanalyze-ratio 1, EfficientZero's share)
+#   sample_rr2_ratio1  sample_rr2 searching every sampled position again (--reanalyze-ratio 1; EfficientZero: 0.99)
 #   push_0.4           40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
 #   matched_updates    no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
 # Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
