@@ -1,7 +1,7 @@
 """One-GPU check of muzero_atari_multigpu.py: its paper-scale command for a fixed wall time, and what it reached.
 
     python benchmark/muzero_atari_gpu.py --budget 420 --out gpu_check          # on the GPU (benchmark/muzero_atari_gpu.sh)
-    python benchmark/muzero_atari_gpu.py --budget 60 --tiny --out /tmp/check    # the CPU test's run: tiny sizes
+    python benchmark/muzero_atari_gpu.py --budget 60 --tiny --out /tmp/check    # tiny sizes (the CPU test adds its own flags)
 
 Runs the script with PAPER_FLAGS (MuZero's Atari search and batch, its residual network on the 6 x 6 board, a
 replay ratio of --replay-ratio) plus any extra flags, stops it with Ctrl-C (SIGINT) after --budget seconds of wall

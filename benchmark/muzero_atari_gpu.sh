@@ -7,7 +7,7 @@
 #
 #   SITE=.gpucheck bash benchmark/muzero_atari_gpu.sh                      # the packages from $SITE, then the check
 #   REPLAY_RATIO=16 BUDGET=300 bash benchmark/muzero_atari_gpu.sh --env-id Pong-v5
-#   BUDGET=60 TINY=1 OUT=/tmp/check bash benchmark/muzero_atari_gpu.sh     # tiny sizes: the CPU test's run
+#   BUDGET=60 TINY=1 OUT=/tmp/check bash benchmark/muzero_atari_gpu.sh     # tiny sizes (the CPU test adds its own flags)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${SITE:-}" ]; then  # the packages jax's CUDA install lacks, and envpool's Atari ROMs, without the network

@@ -329,24 +329,28 @@ def test_golden_run_muzero_atari_multigpu(threaded_run, golden):
     )
 
 
-def test_the_gpu_check_runs_end_to_end_within_its_budget_and_writes_its_row(tmp_path):
-    """benchmark/muzero_atari_gpu.sh with tiny sizes on the CPU, for 150 s (up to 2 minutes of it compiling on a 2-core
-    machine busy with another test): the run is stopped by Ctrl-C (exit 130, its model saved) and gpu_check.csv holds what it
-    reached."""
+def test_the_gpu_check_runs_end_to_end_within_its_budget_and_writes_its_row(threaded_run, tmp_path):
+    """benchmark/muzero_atari_gpu.sh with tiny sizes on the CPU, for 60 s: the run is stopped by Ctrl-C (exit 130, its
+    model saved) and gpu_check.csv holds what it reached. Its extra flags give it the threaded run's sizes, threads and
+    devices (all but the length), so it loads the functions that run compiled from the persistent compilation cache
+    (conftest.py) instead of compiling them again: up to 2 minutes on a 2-core machine busy with another test."""
     import pandas as pd
 
-    env = {**ENV, "BUDGET": "150", "TINY": "1", "OUT": str(tmp_path / "check")}
+    length = RUN.index("--total-timesteps")
+    same_functions = [*RUN[:length], *RUN[length + 2 :], *THREADS]
+    env = {**ENV2, "BUDGET": "60", "TINY": "1", "OUT": str(tmp_path / "check")}
     start = time.time()
-    out = subprocess.run(["bash", "benchmark/muzero_atari_gpu.sh"], cwd=tools.REPO, env=env, capture_output=True, text=True)
+    command = ["bash", "benchmark/muzero_atari_gpu.sh", *same_functions]
+    out = subprocess.run(command, cwd=tools.REPO, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert time.time() - start < 150 + 120  # the budget, the save after Ctrl-C, reading the events
+    assert time.time() - start < 60 + 120  # the budget, the save after Ctrl-C, reading the events
     (row,) = pd.read_csv(tmp_path / "check" / "gpu_check.csv").to_dict("records")
     assert list(row) == [
         "agent_steps", "updates", "evaluations", "agent_steps_per_s", "updates_per_s", "samples_per_s",
         "device_memory_gib", "host_memory_gib", "last_eval_return", "exit_status", "budget_s", "machine", "jax", "command",
     ]  # fmt: skip
-    assert row["exit_status"] == 130 and row["budget_s"] == 150  # stopped by Ctrl-C at the budget
-    assert row["agent_steps"] > 0 and row["agent_steps"] % 64 == 0  # whole iterations of 4 games x 16 steps
+    assert row["exit_status"] == 130 and row["budget_s"] == 60  # stopped by Ctrl-C at the budget
+    assert row["agent_steps"] > 0 and row["agent_steps"] % 64 == 0  # whole iterations of 2 threads x 2 games x 16 steps
     assert row["updates"] > 0 and row["evaluations"] >= 1 and np.isfinite(row["last_eval_return"]), out.stdout[-2000:]
     assert row["agent_steps_per_s"] > 0 and row["samples_per_s"] == pytest.approx(16 * row["updates_per_s"], rel=1e-2)
     assert row["device_memory_gib"] == 0 and row["host_memory_gib"] > 0.1  # no nvidia-smi on a CPU machine
