@@ -4,6 +4,7 @@
 #   ratio_0            no reanalysis: muzero_minatar.py's computation, value for value (replay ratio 2)
 #   no_reanalysis_rr8  no reanalysis at replay ratio 8
 #   sample_rr2         reanalysis when a batch is drawn ($SAMPLE: MuZero Reanalyze, EfficientZero), replay ratio 2
+#   sample_rr4         the same at replay ratio 4
 #   sample_rr8         the same at replay ratio 8
 #   sample_rr2_ratio1  sample_rr2 searching every sampled position again (--reanalyze-ratio 1; EfficientZero: 0.99)
 #   push_0.4           40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
@@ -15,12 +16,12 @@
 # COST=1 measures instead what $SAMPLE costs, A B A B against no reanalysis at replay ratio 2 and 8
 # (benchmark/muzero_minatar_reanalyze_cost.py: cost.csv, cost.md).
 #
-#   bash benchmark/muzero_minatar_reanalyze.sh                     # Asterix, Breakout x seeds 1 2 3 x 6 settings
+#   bash benchmark/muzero_minatar_reanalyze.sh                     # Asterix, Breakout x seeds 1 2 3 x 7 settings
 #   SETTINGS="sample_rr2" GAMES="Asterix" SEEDS="3" bash benchmark/muzero_minatar_reanalyze.sh
 #   COST=1 bash benchmark/muzero_minatar_reanalyze.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SETTINGS=${SETTINGS:-"ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr8 sample_rr2_ratio1 push_0.4"}
+SETTINGS=${SETTINGS:-"ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 push_0.4"}
 export GAMES=${GAMES:-"Asterix Breakout"} SEEDS=${SEEDS:-"1 2 3"}
 BASE=docs/benchmark/muzero_minatar_reanalyze
 # reanalysis at sampling time: a quarter of each batch's policy targets searched again (8 simulations) with the target
@@ -39,6 +40,7 @@ declare -A FLAGS=(
   [ratio_0]="--reanalyze-ratio 0"
   [no_reanalysis_rr8]="--reanalyze-ratio 0 --replay-ratio 8"
   [sample_rr2]="$SAMPLE"
+  [sample_rr4]="$SAMPLE --replay-ratio 4"
   [sample_rr8]="$SAMPLE --replay-ratio 8"
   [sample_rr2_ratio1]="$SAMPLE --reanalyze-ratio 1"
   [push_0.4]="--reanalyze-ratio 0.4 --reanalyze-mode push"
@@ -50,7 +52,7 @@ for setting in $SETTINGS; do
     ${FLAGS[$setting]} --exp-name "reanalyze_$setting" "$@"  # (evaluated every 50k frames, as muzero_minatar.sh does)
 done
 done=()
-for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr8 sample_rr2_ratio1 push_0.4 matched_updates; do
+for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 push_0.4 matched_updates; do
   if [ -f "$BASE/experiment/$setting/runs.csv" ]; then done+=("$BASE/experiment/$setting"); fi
 done
 python muzero_tools.py compare --out "$BASE" --runs "${done[@]}"
