@@ -1836,6 +1836,7 @@ def run_compare(cfg: Compare):
         os.path.join(out, "experiment.csv"), index=False
     )
     games = sorted(set(table.env_id))  # a game some configuration has not run has no paired seed: skipped below
+    tabled = []  # the runs the table holds: the footer names their machines and commits only
     rows = [
         "| game | configuration | seeds | final eval return: mean (per seed) | training return, last 50k frames | "
         "minutes a run | frames to 25 / 50 / 75% of the best (levels) |",
@@ -1854,6 +1855,7 @@ def run_compare(cfg: Compare):
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.5), sharey=True)
         for label in labels:
             group, train = runs[label][(runs[label].env_id == env_id) & runs[label].seed.isin(seeds)], trains[label]
+            tabled.append(group)
             curve = seed_curve(train)
             (line,) = axes[0].plot(curve.index, curve["mean"], label=f"{label} ({seeds_label(train.seed.nunique())})")
             # wall-clock minutes since the run's first event, mean over seeds
@@ -1878,9 +1880,9 @@ def run_compare(cfg: Compare):
         "Training return: mean over seeds of training episodes, in bins of 20k frames (training planner, "
         "with exploration noise). Frames to 25 / 50 / 75% of the best: the first bin whose mean is at or above "
         "that share of the best configuration's last-bin mean (the levels in brackets; never: not reached). Machine: "
-        + "; ".join(sorted(set(m for r in runs.values() for m in r.machine)))
+        + "; ".join(sorted(set(m for group in tabled for m in group.machine)))
         + ". Commits: "
-        + ", ".join(sorted(set(c for r in runs.values() for c in r.commit)))
+        + ", ".join(sorted(set(c for group in tabled for c in group.commit)))
         + ".",
     ]
     write_markdown(os.path.join(out, "compare.md"), rows)

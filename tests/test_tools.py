@@ -846,7 +846,7 @@ def test_ppo_comparison_takes_each_seeds_last_evaluation_by_our_frames_and_minut
 def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
     """Two settings of one game: experiment.csv holds every run with its setting; compare.md gives each setting's
     final evaluations seed by seed and the frames its mean training return needed to reach the levels, over the
-    seeds both settings have (ratio_0's seed 3, which push_0.4 lacks, is left out of the table)."""
+    seeds both settings have (ratio_0's seed 3, which push_0.4 lacks, is left out of the table and its footer)."""
     folders = []
     for setting, returns in (  # per seed 1, 2, ...: ratio_0's seed 3, with high returns, would move every cell
         ("ratio_0", [[1.0, 2.0, 4.0], [1.0, 3.0, 4.0], [50.0, 50.0, 50.0]]),
@@ -863,7 +863,7 @@ def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
                     "final_eval_return": 10.0 * s + len(setting),
                     "final_train_return_last_50k": 1.0,
                 }
-                | {"wall_time_min": 20.0, "machine": "m", "commit": "abc", "frames": 60_000}
+                | {"wall_time_min": 20.0, "machine": f"m{s}", "commit": f"c{s}", "frames": 60_000}
                 for s in seeds
             ]
         )
@@ -892,6 +892,8 @@ def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
     assert cells["ratio_0"][2] == cells["push_0.4"][2] == "1, 2"
     assert cells["ratio_0"][3] == "22.00 (17.00 / 27.00)" and cells["push_0.4"][3] == "23.00 (18.00 / 28.00)"
     assert cells["ratio_0"][6].startswith("30k / 50k / never") and cells["push_0.4"][6].startswith("10k / 30k / 50k")
+    # the footer names the tabled runs' machines and commits, not those of ratio_0's untabled seed 3
+    assert rows[-1].endswith("Machine: m1; m2. Commits: c1, c2.")
 
 
 def test_diagnostics_gives_each_runs_series_mean_per_bin_and_replaces_a_run_read_again(tmp_path):
