@@ -7,7 +7,7 @@
 #   sample_rr4         the same at replay ratio 4
 #   sample_rr8         the same at replay ratio 8
 #   sample_rr2_ratio1  sample_rr2 searching every sampled position again (--reanalyze-ratio 1; EfficientZero: 0.99)
-#   sample_rr4_ratio1  the same at replay ratio 4 (run by name in SETTINGS; compared once it has every seed)
+#   sample_rr4_ratio1  the same at replay ratio 4 (run by name in SETTINGS; its Breakout seeds 1-2: experiment log)
 #   push_0.4           40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
 #   matched_updates    no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
 # Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
