@@ -8,7 +8,7 @@
 #   sample_rr8         the same at replay ratio 8
 #   sample_rr2_ratio1  sample_rr2 searching every sampled position again (--reanalyze-ratio 1; EfficientZero: 0.99)
 #   sample_rr4_ratio1  the same at replay ratio 4 (run by name in SETTINGS; its Breakout seeds 1-2: experiment log)
-#   sample_rr4_td5     sample_rr4 bootstrapping after N = 5 steps (EfficientZero's horizon; run by name in SETTINGS)
+#   sample_rr4_td5     sample_rr4 bootstrapping after N = 5 steps (EfficientZero's horizon)
 #   push_0.4           40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
 #   matched_updates    no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
 # Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
@@ -18,12 +18,12 @@
 # COST=1 measures instead what $SAMPLE costs, A B A B against no reanalysis at replay ratio 2 and 8
 # (benchmark/muzero_minatar_reanalyze_cost.py: cost.csv, cost.md).
 #
-#   bash benchmark/muzero_minatar_reanalyze.sh                     # Asterix, Breakout x seeds 1 2 3 x 7 settings
+#   bash benchmark/muzero_minatar_reanalyze.sh                     # Asterix, Breakout x seeds 1 2 3 x 8 settings
 #   SETTINGS="sample_rr2" GAMES="Asterix" SEEDS="3" bash benchmark/muzero_minatar_reanalyze.sh
 #   COST=1 bash benchmark/muzero_minatar_reanalyze.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SETTINGS=${SETTINGS:-"ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 push_0.4"}
+SETTINGS=${SETTINGS:-"ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 sample_rr4_td5 push_0.4"}
 export GAMES=${GAMES:-"Asterix Breakout"} SEEDS=${SEEDS:-"1 2 3"}
 BASE=docs/benchmark/muzero_minatar_reanalyze
 # reanalysis at sampling time: a quarter of each batch's policy targets searched again (8 simulations) with the target
@@ -56,7 +56,8 @@ for setting in $SETTINGS; do
     ${FLAGS[$setting]} --exp-name "reanalyze_$setting" "$@"  # (evaluated every 50k frames, as muzero_minatar.sh does)
 done
 done=()
-for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 push_0.4 matched_updates; do
+for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 sample_rr4_td5 push_0.4 \
+  matched_updates; do
   if [ -f "$BASE/experiment/$setting/runs.csv" ]; then done+=("$BASE/experiment/$setting"); fi
 done
 python muzero_tools.py compare --out "$BASE" --runs "${done[@]}"
