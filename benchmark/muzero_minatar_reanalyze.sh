@@ -61,9 +61,11 @@ for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample
   if [ -f "$BASE/experiment/$setting/runs.csv" ]; then done+=("$BASE/experiment/$setting"); fi
 done
 python muzero_tools.py compare --out "$BASE" --runs "${done[@]}"
-# ratio 0 against sample mode at replay ratio 4 over the seeds both have run (1-5: SEEDS="4 5" SETTINGS="sample_rr4 ratio_0")
-if [ -f "$BASE/experiment/ratio_0/runs.csv" ] && [ -f "$BASE/experiment/sample_rr4/runs.csv" ]; then
-  python muzero_tools.py compare --out "$BASE/seeds_1_5" --runs "$BASE/experiment/ratio_0" "$BASE/experiment/sample_rr4"
+# ratio 0 against sample mode at replay ratio 4 over the seeds both have run
+# (the page's seeds 1-5: SEEDS="4 5" SETTINGS="sample_rr4 ratio_0" adds seeds 4 and 5)
+PAIR=("$BASE/experiment/ratio_0" "$BASE/experiment/sample_rr4")
+if [ -f "${PAIR[0]}/runs.csv" ] && [ -f "${PAIR[1]}/runs.csv" ]; then
+  python muzero_tools.py compare --out "$BASE/ratio_0_vs_sample_rr4" --runs "${PAIR[@]}"
 fi
 # every run's logged series (losses, entropies, values, reanalysis) per 50k frames, from the runs still in runs/
 mapfile -t run_dirs < <(for d in "${done[@]}"; do tail -n +2 "$d/runs.csv" | cut -d, -f3; done | sed 's|^|runs/|' | while read -r r; do [ -d "$r" ] && echo "$r"; done)
