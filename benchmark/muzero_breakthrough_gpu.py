@@ -1,0 +1,107 @@
+"""Speed of muzero_breakthrough.py on 8x8 on one GPU: plies/s of the 2-core configuration and of larger ones.
+
+    python benchmark/muzero_breakthrough_gpu.py --budget 150 --out gpu_speed    # on the GPU (muzero_breakthrough_gpu.sh)
+
+Runs the script once per configuration in CONFIGURATIONS (8x8, no evaluation, the given extra flags added to each),
+stops each with Ctrl-C after --budget seconds of wall time, and writes one row per configuration to
+{out}/gpu_speed.csv from its TensorBoard events, as benchmark/muzero_atari_gpu.py does for Atari (whose functions
+run, summarize and machine_line it uses):
+
+    plies, updates: what the run reached in its budget (self-play plies, learner updates);
+    plies_per_s, updates_per_s, samples_per_s: over the iterations after the first (compilation excluded);
+    plies_in_3_hours: plies_per_s x 10,800 (the issue's training budget on 2 cores);
+    device_memory_gib, host_memory_gib, exit_status, budget_s, machine, jax, command: as in the Atari check.
+"""
+
+import argparse
+import csv
+import os
+import resource
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from muzero_atari_gpu import ROOT, machine_line, run, summarize  # noqa: E402
+
+sys.path.insert(0, ROOT)  # muzero_breakthrough's Args, for its default batch size
+
+# every configuration: the 8x8 board as benchmark/muzero_breakthrough.sh plays it, no evaluation (its games against
+# MCTSBot run on the CPU and would take the budget); the 2-core configuration first, then more games per search batch,
+# then also a larger batch, the thesis' channels and twice the simulations
+BOARD = "--board-size 8 --total-timesteps 2000000 --eval-episodes 0".split()
+CONFIGURATIONS = {
+    "cpu_configuration": [],
+    "envs_256": "--num-envs 256".split(),
+    "envs_256_batch_256_channels_32_simulations_32": (
+        "--num-envs 256 --batch-size 256 --channels 32 --num-simulations 32".split()
+    ),
+}
+COLUMNS = [
+    "configuration",
+    "plies",
+    "updates",
+    "plies_per_s",
+    "updates_per_s",
+    "samples_per_s",
+    "plies_in_3_hours",
+    "device_memory_gib",
+    "host_memory_gib",
+    "exit_status",
+    "budget_s",
+    "machine",
+    "jax",
+    "command",
+]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=float, default=150.0, help="seconds of wall time each configuration gets")
+    parser.add_argument("--configurations", nargs="+", default=list(CONFIGURATIONS), choices=list(CONFIGURATIONS))
+    parser.add_argument("--out", default="gpu_speed", help="folder of gpu_speed.csv")
+    cli, extra = parser.parse_known_args()
+    if cli.budget <= 0:
+        parser.error(f"--budget must be positive (got {cli.budget})")
+    import jax
+
+    from muzero_breakthrough import Args
+
+    os.makedirs(cli.out, exist_ok=True)
+    path = os.path.join(cli.out, "gpu_speed.csv")
+    with open(path, "w", newline="") as f:
+        csv.DictWriter(f, fieldnames=COLUMNS).writeheader()
+    for name in cli.configurations:
+        flags = [*BOARD, *CONFIGURATIONS[name], *extra]
+        command = [sys.executable, os.path.join(ROOT, "muzero_breakthrough.py"), *flags]
+        batch_size = int(flags[-1 - flags[::-1].index("--batch-size") + 1]) if "--batch-size" in flags else Args.batch_size
+        with tempfile.TemporaryDirectory() as cwd:
+            status, device_memory = run(command, cli.budget, cwd)
+            (run_dir,) = [os.path.join(cwd, "runs", entry) for entry in os.listdir(os.path.join(cwd, "runs"))]
+            reached = summarize(run_dir, batch_size)
+        row = {
+            "configuration": name,
+            "plies": reached["agent_steps"],
+            "updates": reached["updates"],
+            "plies_per_s": reached["agent_steps_per_s"],
+            "updates_per_s": reached["updates_per_s"],
+            "samples_per_s": reached["samples_per_s"],
+            "plies_in_3_hours": reached["agent_steps_per_s"] * 3 * 3600,
+            "device_memory_gib": round(device_memory, 2),
+            # the largest of the runs so far (the children's peak resident memory)
+            "host_memory_gib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20, 2),
+            "exit_status": status,
+            "budget_s": cli.budget,
+            "machine": machine_line(),
+            "jax": jax.__version__,
+            "command": " ".join(["python", "muzero_breakthrough.py", *flags]),
+        }
+        row = {k: round(v, 3) if isinstance(v, float) and np.isfinite(v) else v for k, v in row.items()}
+        with open(path, "a", newline="") as f:  # each configuration's row as it ends
+            csv.DictWriter(f, fieldnames=COLUMNS).writerow(row)
+        print(", ".join(f"{k}={row[k]}" for k in COLUMNS[:11]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
