@@ -29,13 +29,16 @@ sys.path.insert(0, ROOT)  # muzero_breakthrough's Args, for its default batch si
 
 # every configuration: the 8x8 board as benchmark/muzero_breakthrough.sh plays it, no evaluation (its games against
 # MCTSBot run on the CPU and would take the budget); the 2-core configuration first, then more games per search batch,
-# then also a larger batch, the thesis' channels and twice the simulations
+# then also a larger batch, the thesis' channels and twice the simulations, and those 256 games over 4 actor threads
 BOARD = "--board-size 8 --total-timesteps 2000000 --eval-episodes 0".split()
 CONFIGURATIONS = {
     "cpu_configuration": [],
     "envs_256": "--num-envs 256".split(),
     "envs_256_batch_256_channels_32_simulations_32": (
         "--num-envs 256 --batch-size 256 --channels 32 --num-simulations 32".split()
+    ),
+    "threads_4_envs_64_batch_256_channels_32_simulations_32": (
+        "--num-actor-threads 4 --num-envs 64 --batch-size 256 --channels 32 --num-simulations 32".split()
     ),
 }
 COLUMNS = [
