@@ -9,6 +9,7 @@
 #   sample_rr2_ratio1  sample_rr2 searching every sampled position again (--reanalyze-ratio 1; EfficientZero: 0.99)
 #   sample_rr4_ratio1  the same at replay ratio 4 (run by name in SETTINGS; its Breakout seeds 1-2: experiment log)
 #   sample_rr4_td5     sample_rr4 bootstrapping after N = 5 steps (EfficientZero's horizon)
+#   sample_rr4_sim16   sample_rr4 searching at 16 simulations, acting's budget (run by name in SETTINGS)
 #   push_0.4           40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
 #   matched_updates    no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
 # Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
@@ -47,6 +48,7 @@ declare -A FLAGS=(
   [sample_rr2_ratio1]="$SAMPLE --reanalyze-ratio 1"
   [sample_rr4_ratio1]="$SAMPLE --replay-ratio 4 --reanalyze-ratio 1"
   [sample_rr4_td5]="$SAMPLE --replay-ratio 4 --td-steps 5"
+  [sample_rr4_sim16]="$SAMPLE --replay-ratio 4 --reanalyze-num-simulations 16"
   [push_0.4]="--reanalyze-ratio 0.4 --reanalyze-mode push"
   [matched_updates]="--reanalyze-ratio 0 --replay-ratio $replay_ratio"
 )
@@ -56,8 +58,8 @@ for setting in $SETTINGS; do
     ${FLAGS[$setting]} --exp-name "reanalyze_$setting" "$@"  # (evaluated every 50k frames, as muzero_minatar.sh does)
 done
 done=()
-for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 sample_rr4_td5 push_0.4 \
-  matched_updates; do
+for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 sample_rr4_td5 \
+  sample_rr4_sim16 push_0.4 matched_updates; do
   if [ -f "$BASE/experiment/$setting/runs.csv" ]; then done+=("$BASE/experiment/$setting"); fi
 done
 python muzero_tools.py compare --out "$BASE" --runs "${done[@]}"
