@@ -9,7 +9,8 @@
 #   sample_rr2_ratio1  sample_rr2 searching every sampled position again (--reanalyze-ratio 1; EfficientZero: 0.99)
 #   sample_rr4_ratio1  the same at replay ratio 4 (run by name in SETTINGS; its Breakout seeds 1-2: experiment log)
 #   sample_rr4_td5     sample_rr4 bootstrapping after N = 5 steps (EfficientZero's horizon)
-#   sample_rr4_sim16   sample_rr4 searching at 16 simulations, acting's budget (run by name in SETTINGS)
+#   sample_rr4_sim16   sample_rr4 searching at 16 simulations, acting's budget (run by name in SETTINGS; compared with
+#                      ratio_0 and sample_rr4 in simulations_8_vs_16/)
 #   push_0.4           40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
 #   matched_updates    no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
 # Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
@@ -58,8 +59,8 @@ for setting in $SETTINGS; do
     ${FLAGS[$setting]} --exp-name "reanalyze_$setting" "$@"  # (evaluated every 50k frames, as muzero_minatar.sh does)
 done
 done=()
-for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 sample_rr4_td5 \
-  sample_rr4_sim16 push_0.4 matched_updates; do
+for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 sample_rr4_td5 push_0.4 \
+  matched_updates; do
   if [ -f "$BASE/experiment/$setting/runs.csv" ]; then done+=("$BASE/experiment/$setting"); fi
 done
 python muzero_tools.py compare --out "$BASE" --runs "${done[@]}"
@@ -68,6 +69,12 @@ python muzero_tools.py compare --out "$BASE" --runs "${done[@]}"
 PAIR=("$BASE/experiment/ratio_0" "$BASE/experiment/sample_rr4")
 if [ -f "${PAIR[0]}/runs.csv" ] && [ -f "${PAIR[1]}/runs.csv" ]; then
   python muzero_tools.py compare --out "$BASE/ratio_0_vs_sample_rr4" --runs "${PAIR[@]}"
+fi
+# and with sample_rr4_sim16 (reanalysis at 16 simulations) over the seeds all three have run
+TRIPLE=("${PAIR[@]}" "$BASE/experiment/sample_rr4_sim16")
+if [ -f "${PAIR[0]}/runs.csv" ] && [ -f "${PAIR[1]}/runs.csv" ] && [ -f "${TRIPLE[2]}/runs.csv" ]; then
+  python muzero_tools.py compare --out "$BASE/simulations_8_vs_16" --runs "${TRIPLE[@]}"
+  done+=("${TRIPLE[2]}")  # (its runs' series in diagnostics.csv too)
 fi
 # every run's logged series (losses, entropies, values, reanalysis) per 50k frames, from the runs still in runs/
 mapfile -t run_dirs < <(for d in "${done[@]}"; do tail -n +2 "$d/runs.csv" | cut -d, -f3; done | sed 's|^|runs/|' | while read -r r; do [ -d "$r" ] && echo "$r"; done)
