@@ -127,6 +127,37 @@ def summarize(run_dir: str, batch_size: int) -> dict:
     }
 
 
+def last_flag_value(flags: list[str], name: str, default=None):
+    """The value of the last `name` in flags (as a command line reads repeated flags), else default."""
+    return flags[len(flags) - 1 - flags[::-1].index(name) + 1] if name in flags else default
+
+
+def check(script: str, flags: list[str], budget: float, batch_size: int) -> dict:
+    """Runs `python script flags` in a fresh folder for `budget` seconds (then Ctrl-C): what it reached (summarize),
+    its memory, exit status, machine and command; floats unrounded."""
+    import jax
+
+    with tempfile.TemporaryDirectory() as cwd:
+        status, device_memory = run([sys.executable, os.path.join(ROOT, script), *flags], budget, cwd)
+        host_memory = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20  # KiB on Linux
+        (run_dir,) = [os.path.join(cwd, "runs", name) for name in os.listdir(os.path.join(cwd, "runs"))]
+        row = summarize(run_dir, batch_size)
+    return row | {
+        "device_memory_gib": round(device_memory, 2),
+        "host_memory_gib": round(host_memory, 2),  # the largest of this process's runs so far
+        "exit_status": status,
+        "budget_s": budget,
+        "machine": machine_line(),
+        "jax": jax.__version__,
+        "command": " ".join(["python", script, *flags]),
+    }
+
+
+def rounded(row: dict) -> dict:
+    """Finite floats to 3 decimals, for the CSV."""
+    return {k: round(v, 3) if isinstance(v, float) and np.isfinite(v) else v for k, v in row.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=float, default=420.0, help="seconds of wall time the run gets")
@@ -137,25 +168,8 @@ def main():
     if cli.budget <= 0:
         parser.error(f"--budget must be positive (got {cli.budget})")
     flags = [*(TINY_FLAGS if cli.tiny else PAPER_FLAGS), "--replay-ratio", cli.replay_ratio, "--save-model", *extra]
-    command = [sys.executable, os.path.join(ROOT, "muzero_atari_multigpu.py"), *flags]
-    batch_size = int(flags[len(flags) - 1 - flags[::-1].index("--batch-size") + 1])  # the last --batch-size given
-    with tempfile.TemporaryDirectory() as cwd:
-        status, device_memory = run(command, cli.budget, cwd)
-        host_memory = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20  # KiB on Linux
-        (run_dir,) = [os.path.join(cwd, "runs", name) for name in os.listdir(os.path.join(cwd, "runs"))]
-        row = summarize(run_dir, batch_size)
-    import jax
-
-    row |= {
-        "device_memory_gib": round(device_memory, 2),
-        "host_memory_gib": round(host_memory, 2),
-        "exit_status": status,
-        "budget_s": cli.budget,
-        "machine": machine_line(),
-        "jax": jax.__version__,
-        "command": " ".join(["python", "muzero_atari_multigpu.py", *flags]),
-    }
-    row = {k: round(v, 3) if isinstance(v, float) and np.isfinite(v) else v for k, v in row.items()}
+    batch_size = int(last_flag_value(flags, "--batch-size"))
+    row = rounded(check("muzero_atari_multigpu.py", flags, cli.budget, batch_size))
     os.makedirs(cli.out, exist_ok=True)
     with open(os.path.join(cli.out, "gpu_check.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)

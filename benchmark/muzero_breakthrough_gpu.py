@@ -4,8 +4,8 @@
 
 Runs the script once per configuration in CONFIGURATIONS (8x8, no evaluation, the given extra flags added to each),
 stops each with Ctrl-C after --budget seconds of wall time, and writes one row per configuration to
-{out}/gpu_speed.csv from its TensorBoard events, as benchmark/muzero_atari_gpu.py does for Atari (whose functions
-run, summarize and machine_line it uses):
+{out}/gpu_speed.csv from its TensorBoard events, as benchmark/muzero_atari_gpu.py does for Atari (whose check it
+uses):
 
     plies, updates: what the run reached in its budget (self-play plies, learner updates);
     plies_per_s, updates_per_s, samples_per_s: over the iterations after the first (compilation excluded);
@@ -16,14 +16,10 @@ run, summarize and machine_line it uses):
 import argparse
 import csv
 import os
-import resource
 import sys
-import tempfile
-
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from muzero_atari_gpu import ROOT, machine_line, run, summarize  # noqa: E402
+from muzero_atari_gpu import ROOT, check, last_flag_value, rounded  # noqa: E402
 
 sys.path.insert(0, ROOT)  # muzero_breakthrough's Args, for its default batch size
 
@@ -67,8 +63,6 @@ def main():
     cli, extra = parser.parse_known_args()
     if cli.budget <= 0:
         parser.error(f"--budget must be positive (got {cli.budget})")
-    import jax
-
     from muzero_breakthrough import Args
 
     os.makedirs(cli.out, exist_ok=True)
@@ -77,30 +71,16 @@ def main():
         csv.DictWriter(f, fieldnames=COLUMNS).writeheader()
     for name in cli.configurations:
         flags = [*BOARD, *CONFIGURATIONS[name], *extra]
-        command = [sys.executable, os.path.join(ROOT, "muzero_breakthrough.py"), *flags]
-        batch_size = int(flags[-1 - flags[::-1].index("--batch-size") + 1]) if "--batch-size" in flags else Args.batch_size
-        with tempfile.TemporaryDirectory() as cwd:
-            status, device_memory = run(command, cli.budget, cwd)
-            (run_dir,) = [os.path.join(cwd, "runs", entry) for entry in os.listdir(os.path.join(cwd, "runs"))]
-            reached = summarize(run_dir, batch_size)
+        batch_size = int(last_flag_value(flags, "--batch-size", Args.batch_size))
+        reached = check("muzero_breakthrough.py", flags, cli.budget, batch_size)
         row = {
             "configuration": name,
-            "plies": reached["agent_steps"],
-            "updates": reached["updates"],
-            "plies_per_s": reached["agent_steps_per_s"],
-            "updates_per_s": reached["updates_per_s"],
-            "samples_per_s": reached["samples_per_s"],
-            "plies_in_3_hours": reached["agent_steps_per_s"] * 3 * 3600,
-            "device_memory_gib": round(device_memory, 2),
-            # the largest of the runs so far (the children's peak resident memory)
-            "host_memory_gib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20, 2),
-            "exit_status": status,
-            "budget_s": cli.budget,
-            "machine": machine_line(),
-            "jax": jax.__version__,
-            "command": " ".join(["python", "muzero_breakthrough.py", *flags]),
+            "plies": reached.pop("agent_steps"),
+            "plies_per_s": reached.pop("agent_steps_per_s"),
+            **reached,
         }
-        row = {k: round(v, 3) if isinstance(v, float) and np.isfinite(v) else v for k, v in row.items()}
+        row["plies_in_3_hours"] = row["plies_per_s"] * 3 * 3600
+        row = rounded({k: row[k] for k in COLUMNS})
         with open(path, "a", newline="") as f:  # each configuration's row as it ends
             csv.DictWriter(f, fieldnames=COLUMNS).writerow(row)
         print(", ".join(f"{k}={row[k]}" for k in COLUMNS[:11]), flush=True)
