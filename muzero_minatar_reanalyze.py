@@ -207,6 +207,8 @@ class Args:
     """updates of a position's age that shorten its N by one, down to 1 (0: never; EfficientZero: 30,000 with N = 5)"""
     importance_exponent_final: float | None = None
     """beta at the run's end, reached linearly from --importance-exponent (None: constant; EfficientZero: 0.4 to 1)"""
+    learner_priorities: bool = True
+    """sample: each update's positions take the learner's |value - target| as priority (EfficientZero); off: insertion's"""
 
     # Devices and hosts (Cleanba / Sebulba split)
     num_actor_threads: int = 1
@@ -906,11 +908,12 @@ def annealed_importance_exponent(args: Args, global_step: int) -> float:
     return args.importance_exponent + fraction * (args.importance_exponent_final - args.importance_exponent)
 
 
-def update_priorities(replays: list, value_errors: np.ndarray):
-    """--reanalyze-mode sample: the last batch's positions (sample_batch's order) take the learner's |value - target|."""
-    for replay, errors in zip(replays, np.split(value_errors, len(replays))):
-        replay.priorities.flat[replay.sampled] = errors
-        replay.probs = None
+def update_priorities(replays: list, value_errors: jax.Array, args: Args):
+    """--learner-priorities: the last batch's positions (sample_batch's order) take the learner's |value - target|."""
+    if args.reanalyze_mode == "sample" and args.learner_priorities:  # value_errors: [batch] (off: insertion priorities stay)
+        for replay, errors in zip(replays, np.split(np.asarray(value_errors).ravel(), len(replays))):
+            replay.priorities.flat[replay.sampled] = errors
+            replay.probs = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1749,8 +1752,7 @@ def main(args: Args):
                     beta = annealed_importance_exponent(args, global_step)
                     batch, weights = sample_batch(replays, args.batch_size // args.num_processes, beta)
                     state, progress.metrics, value_errors = update_fn(state, batch, weights)
-                    if args.reanalyze_mode == "sample":
-                        update_priorities(replays, np.asarray(value_errors).ravel())
+                    update_priorities(replays, value_errors, args)
                     progress.num_updates += 1
             jax.block_until_ready(state)  # so that the timings below measure the work, not its dispatch
             # 3. hand the parameters to the actors: their iteration + 2 acts with them

@@ -11,6 +11,9 @@
 #   sample_rr4_td5     sample_rr4 bootstrapping after N = 5 steps (EfficientZero's horizon)
 #   sample_rr4_sim16   sample_rr4 searching at 16 simulations, acting's budget (run by name in SETTINGS; compared with
 #                      ratio_0 and sample_rr4 in simulations_8_vs_16/)
+#   sample_rr4_insertion_priorities  sample_rr4 drawing as the base does, by the insertion priorities |v* - G^N|
+#                      at exponent 1, not the learner's errors at 0.6 (run by name in SETTINGS; compared with ratio_0
+#                      and sample_rr4 in priorities_learner_vs_insertion/)
 #   push_0.4           40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
 #   matched_updates    no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
 # Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
@@ -50,6 +53,7 @@ declare -A FLAGS=(
   [sample_rr4_ratio1]="$SAMPLE --replay-ratio 4 --reanalyze-ratio 1"
   [sample_rr4_td5]="$SAMPLE --replay-ratio 4 --td-steps 5"
   [sample_rr4_sim16]="$SAMPLE --replay-ratio 4 --reanalyze-num-simulations 16"
+  [sample_rr4_insertion_priorities]="$SAMPLE --replay-ratio 4 --no-learner-priorities --priority-exponent 1"
   [push_0.4]="--reanalyze-ratio 0.4 --reanalyze-mode push"
   [matched_updates]="--reanalyze-ratio 0 --replay-ratio $replay_ratio"
 )
@@ -70,12 +74,14 @@ PAIR=("$BASE/experiment/ratio_0" "$BASE/experiment/sample_rr4")
 if [ -f "${PAIR[0]}/runs.csv" ] && [ -f "${PAIR[1]}/runs.csv" ]; then
   python muzero_tools.py compare --out "$BASE/ratio_0_vs_sample_rr4" --runs "${PAIR[@]}"
 fi
-# and with sample_rr4_sim16 (reanalysis at 16 simulations) over the seeds all three have run
-TRIPLE=("${PAIR[@]}" "$BASE/experiment/sample_rr4_sim16")
-if [ -f "${PAIR[0]}/runs.csv" ] && [ -f "${PAIR[1]}/runs.csv" ] && [ -f "${TRIPLE[2]}/runs.csv" ]; then
-  python muzero_tools.py compare --out "$BASE/simulations_8_vs_16" --runs "${TRIPLE[@]}"
-  done+=("${TRIPLE[2]}")  # (its runs' series in diagnostics.csv too)
-fi
+# and with each single-lever setting run by name, over the seeds all three have run
+for lever in sample_rr4_sim16:simulations_8_vs_16 sample_rr4_insertion_priorities:priorities_learner_vs_insertion; do
+  TRIPLE=("${PAIR[@]}" "$BASE/experiment/${lever%%:*}")
+  if [ -f "${PAIR[0]}/runs.csv" ] && [ -f "${PAIR[1]}/runs.csv" ] && [ -f "${TRIPLE[2]}/runs.csv" ]; then
+    python muzero_tools.py compare --out "$BASE/${lever##*:}" --runs "${TRIPLE[@]}"
+    done+=("${TRIPLE[2]}")  # (its runs' series in diagnostics.csv too)
+  fi
+done
 # every run's logged series (losses, entropies, values, reanalysis) per 50k frames, from the runs still in runs/
 mapfile -t run_dirs < <(for d in "${done[@]}"; do tail -n +2 "$d/runs.csv" | cut -d, -f3; done | sed 's|^|runs/|' | while read -r r; do [ -d "$r" ] && echo "$r"; done)
 if [ ${#run_dirs[@]} -gt 0 ]; then python muzero_tools.py diagnostics --out "$BASE/experiment" --run-dirs "${run_dirs[@]}"; fi

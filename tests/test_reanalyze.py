@@ -194,14 +194,16 @@ def test_sample_mode_with_nothing_reanalysed_trains_as_the_base():
 
 def test_sample_mode_priorities_are_the_update_s_value_errors():
     """After an update, the batch's positions have priority |value prediction - target| of that update, the target
-    with the horizon shortened by age; the other positions keep theirs."""
+    with the horizon shortened by age; the other positions keep theirs (and all do with --no-learner-priorities)."""
     args = sample_args(reanalyze_ratio=0.5, td_age_updates=10)
     replay, batch, weights = synthetic_batch(args)
     net = r.make_network(args, 4)
     params = r.init_params(net, args, jax.random.PRNGKey(0))
     _, _, value_errors = first_update(r, args, batch, weights, params)
     before = replay.priorities.copy()
-    r.update_priorities([replay], np.asarray(value_errors).ravel())
+    r.update_priorities([replay], value_errors, dataclasses.replace(args, learner_priorities=False))
+    np.testing.assert_array_equal(replay.priorities, before)  # --no-learner-priorities: insertion's priorities stay
+    r.update_priorities([replay], value_errors, args)
     horizon = r.td_horizon(batch["made_at"][:, args.history_length], 40, args)  # the update's count: 40
     np.testing.assert_array_less(horizon, args.td_steps + 1)
     assert len(set(np.asarray(horizon).tolist())) > 1  # ages that differ: horizons that differ
