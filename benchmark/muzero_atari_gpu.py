@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -132,9 +133,10 @@ def last_flag_value(flags: list[str], name: str, default=None):
     return flags[len(flags) - 1 - flags[::-1].index(name) + 1] if name in flags else default
 
 
-def check(script: str, flags: list[str], budget: float, batch_size: int) -> dict:
+def check(script: str, flags: list[str], budget: float, batch_size: int, keep: str | None = None) -> dict:
     """Runs `python script flags` in a fresh folder for `budget` seconds (then Ctrl-C): what it reached (summarize),
-    its memory, exit status, machine and command; floats unrounded."""
+    its memory, exit status, machine and command; floats unrounded. keep: a .tar.gz path that receives the run's
+    folder (models, events) without its checkpoint, which holds the replay."""
     import jax
 
     with tempfile.TemporaryDirectory() as cwd:
@@ -142,6 +144,10 @@ def check(script: str, flags: list[str], budget: float, batch_size: int) -> dict
         host_memory = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20  # KiB on Linux
         (run_dir,) = [os.path.join(cwd, "runs", name) for name in os.listdir(os.path.join(cwd, "runs"))]
         row = summarize(run_dir, batch_size)
+        if keep:
+            with tarfile.open(keep, "w:gz") as archive:
+                without_checkpoint = lambda info: None if info.name.endswith("checkpoint.pkl") else info  # noqa: E731
+                archive.add(run_dir, arcname=os.path.basename(run_dir), filter=without_checkpoint)
     return row | {
         "device_memory_gib": round(device_memory, 2),
         "host_memory_gib": round(host_memory, 2),  # the largest of this process's runs so far

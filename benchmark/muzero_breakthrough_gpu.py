@@ -1,6 +1,7 @@
 """Speed of muzero_breakthrough.py on 8x8 on one GPU: plies/s of the 2-core configuration and of larger ones.
 
     python benchmark/muzero_breakthrough_gpu.py --budget 150 --out gpu_speed    # on the GPU (muzero_breakthrough_gpu.sh)
+    python benchmark/muzero_breakthrough_gpu.py --learn --budget 450 --out gpu_learn   # a learning run's first piece
 
 Runs the script once per configuration in CONFIGURATIONS (8x8, no evaluation, the given extra flags added to each),
 stops each with Ctrl-C after --budget seconds of wall time, and writes one row per configuration to
@@ -37,6 +38,13 @@ CONFIGURATIONS = {
         "--num-actor-threads 4 --num-envs 64 --batch-size 256 --channels 32 --num-simulations 32".split()
     ),
 }
+# --learn: the largest configuration, trained for --budget seconds toward 20M plies (the GPU's 3 hours), a model kept
+# every 250k plies and at the end (run.tar.gz, 2.6 MiB a model: 16 MiB come back) for matches here (muzero_tools.py match)
+LEARN = [
+    *BOARD,
+    *CONFIGURATIONS["envs_256_batch_256_channels_32_simulations_32"],
+    *"--total-timesteps 20000000 --checkpoint-interval 250000 --save-model --exp-name muzero_breakthrough_8x8_gpu".split(),
+]
 COLUMNS = [
     "configuration",
     "plies",
@@ -60,12 +68,24 @@ def main():
     parser.add_argument("--budget", type=float, default=150.0, help="seconds of wall time each configuration gets")
     parser.add_argument("--configurations", nargs="+", default=list(CONFIGURATIONS), choices=list(CONFIGURATIONS))
     parser.add_argument("--out", default="gpu_speed", help="folder of gpu_speed.csv")
+    parser.add_argument("--learn", action="store_true", help="one run of LEARN, its models kept (gpu_learn.csv, run.tar.gz)")
     cli, extra = parser.parse_known_args()
     if cli.budget <= 0:
         parser.error(f"--budget must be positive (got {cli.budget})")
     from muzero_breakthrough import Args
 
     os.makedirs(cli.out, exist_ok=True)
+    if cli.learn:
+        flags = [*LEARN, *extra]
+        batch_size = int(last_flag_value(flags, "--batch-size", Args.batch_size))
+        row = check("muzero_breakthrough.py", flags, cli.budget, batch_size, keep=os.path.join(cli.out, "run.tar.gz"))
+        row = rounded({"plies": row.pop("agent_steps"), "plies_per_s": row.pop("agent_steps_per_s"), **row})
+        with open(os.path.join(cli.out, "gpu_learn.csv"), "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(row))
+            writer.writeheader()
+            writer.writerow(row)
+        print(", ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+        return
     path = os.path.join(cli.out, "gpu_speed.csv")
     with open(path, "w", newline="") as f:
         csv.DictWriter(f, fieldnames=COLUMNS).writeheader()

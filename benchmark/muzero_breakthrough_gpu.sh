@@ -6,6 +6,10 @@
 #
 #   WHEELS=.whl bash benchmark/muzero_breakthrough_gpu.sh download   # here: the wheels into .whl
 #   WHEELS=.whl OUT=$OUT bash benchmark/muzero_breakthrough_gpu.sh   # there: installed into /tmp/site, then the runs
+#   BUDGET=450 WHEELS=.whl OUT=$OUT bash benchmark/muzero_breakthrough_gpu.sh --learn   # there: a learning run
+#
+# --learn trains the largest configuration instead for BUDGET seconds, one model every 250k plies, and returns them in
+# $OUT/run.tar.gz (without the checkpoint) for muzero_tools.py match here, with its speed in $OUT/gpu_learn.csv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PACKAGES="open-spiel ml-collections mctx tyro docstring-parser typeguard tensorboardX"
