@@ -133,6 +133,11 @@ def last_flag_value(flags: list[str], name: str, default=None):
     return flags[len(flags) - 1 - flags[::-1].index(name) + 1] if name in flags else default
 
 
+def without_checkpoint(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    """tarfile's filter for check(keep=): every file of a run but its checkpoint."""
+    return None if member.name.endswith("checkpoint.pkl") else member
+
+
 def check(script: str, flags: list[str], budget: float, batch_size: int, keep: str | None = None) -> dict:
     """Runs `python script flags` in a fresh folder for `budget` seconds (then Ctrl-C): what it reached (summarize),
     its memory, exit status, machine and command; floats unrounded. keep: a .tar.gz path that receives the run's
@@ -146,7 +151,6 @@ def check(script: str, flags: list[str], budget: float, batch_size: int, keep: s
         row = summarize(run_dir, batch_size)
         if keep:
             with tarfile.open(keep, "w:gz") as archive:
-                without_checkpoint = lambda info: None if info.name.endswith("checkpoint.pkl") else info  # noqa: E731
                 archive.add(run_dir, arcname=os.path.basename(run_dir), filter=without_checkpoint)
     return row | {
         "device_memory_gib": round(device_memory, 2),

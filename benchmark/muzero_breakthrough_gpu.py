@@ -63,6 +63,12 @@ COLUMNS = [
 ]
 
 
+def in_plies(reached: dict) -> dict:
+    """check()'s row with its agent steps named as a board game counts them, plies (those two first)."""
+    rest = {k: v for k, v in reached.items() if k not in ("agent_steps", "agent_steps_per_s")}
+    return {"plies": reached["agent_steps"], "plies_per_s": reached["agent_steps_per_s"], **rest}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=float, default=150.0, help="seconds of wall time each configuration gets")
@@ -79,7 +85,7 @@ def main():
         flags = [*LEARN, *extra]
         batch_size = int(last_flag_value(flags, "--batch-size", Args.batch_size))
         row = check("muzero_breakthrough.py", flags, cli.budget, batch_size, keep=os.path.join(cli.out, "run.tar.gz"))
-        row = rounded({"plies": row.pop("agent_steps"), "plies_per_s": row.pop("agent_steps_per_s"), **row})
+        row = rounded(in_plies(row))
         with open(os.path.join(cli.out, "gpu_learn.csv"), "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(row))
             writer.writeheader()
@@ -93,12 +99,7 @@ def main():
         flags = [*BOARD, *CONFIGURATIONS[name], *extra]
         batch_size = int(last_flag_value(flags, "--batch-size", Args.batch_size))
         reached = check("muzero_breakthrough.py", flags, cli.budget, batch_size)
-        row = {
-            "configuration": name,
-            "plies": reached.pop("agent_steps"),
-            "plies_per_s": reached.pop("agent_steps_per_s"),
-            **reached,
-        }
+        row = {"configuration": name, **in_plies(reached)}
         row["plies_in_3_hours"] = row["plies_per_s"] * 3 * 3600
         row = rounded({k: row[k] for k in COLUMNS})
         with open(path, "a", newline="") as f:  # each configuration's row as it ends
