@@ -14,6 +14,9 @@
 #   sample_rr4_insertion_priorities  sample_rr4 drawing as the base does, by the insertion priorities |v* - G^N|
 #                      at exponent 1, not the learner's errors at 0.6 (run by name in SETTINGS; compared with ratio_0
 #                      and sample_rr4 in priorities_learner_vs_insertion/)
+#   sample_rr4_search_bootstrap  sample_rr4 bootstrapping from the stored v* (as the base does), not the target
+#                      network: fresh policies only (run by name in SETTINGS; compared with ratio_0 and sample_rr4 in
+#                      value_bootstrap_target_vs_search/)
 #   push_0.4           40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
 #   matched_updates    no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
 # Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
@@ -54,6 +57,7 @@ declare -A FLAGS=(
   [sample_rr4_td5]="$SAMPLE --replay-ratio 4 --td-steps 5"
   [sample_rr4_sim16]="$SAMPLE --replay-ratio 4 --reanalyze-num-simulations 16"
   [sample_rr4_insertion_priorities]="$SAMPLE --replay-ratio 4 --no-learner-priorities --priority-exponent 1"
+  [sample_rr4_search_bootstrap]="$SAMPLE --replay-ratio 4 --value-bootstrap search"
   [push_0.4]="--reanalyze-ratio 0.4 --reanalyze-mode push"
   [matched_updates]="--reanalyze-ratio 0 --replay-ratio $replay_ratio"
 )
@@ -75,7 +79,8 @@ if [ -f "${PAIR[0]}/runs.csv" ] && [ -f "${PAIR[1]}/runs.csv" ]; then
   python muzero_tools.py compare --out "$BASE/ratio_0_vs_sample_rr4" --runs "${PAIR[@]}"
 fi
 # and with each single-lever setting run by name, over the seeds all three have run
-for lever in sample_rr4_sim16:simulations_8_vs_16 sample_rr4_insertion_priorities:priorities_learner_vs_insertion; do
+for lever in sample_rr4_sim16:simulations_8_vs_16 sample_rr4_insertion_priorities:priorities_learner_vs_insertion \
+  sample_rr4_search_bootstrap:value_bootstrap_target_vs_search; do
   TRIPLE=("${PAIR[@]}" "$BASE/experiment/${lever%%:*}")
   if [ -f "${PAIR[0]}/runs.csv" ] && [ -f "${PAIR[1]}/runs.csv" ] && [ -f "${TRIPLE[2]}/runs.csv" ]; then
     python muzero_tools.py compare --out "$BASE/${lever##*:}" --runs "${TRIPLE[@]}"
