@@ -73,7 +73,7 @@ for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample
 done
 python muzero_tools.py compare --out "$BASE" --runs "${done[@]}"
 # ratio 0 against sample mode at replay ratio 4 over the seeds both have run
-# (the page's seeds 1-5: SEEDS="4 5" SETTINGS="sample_rr4 ratio_0" adds seeds 4 and 5)
+# (the page's seeds: SEEDS="4 5 6 7 8 9" SETTINGS="sample_rr4 ratio_0" adds seeds 4-9, GAMES=Asterix for 6-9)
 PAIR=("$BASE/experiment/ratio_0" "$BASE/experiment/sample_rr4")
 if [ -f "${PAIR[0]}/runs.csv" ] && [ -f "${PAIR[1]}/runs.csv" ]; then
   python muzero_tools.py compare --out "$BASE/ratio_0_vs_sample_rr4" --runs "${PAIR[@]}"
