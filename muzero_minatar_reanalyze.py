@@ -209,6 +209,8 @@ class Args:
     """beta at the run's end, reached linearly from --importance-exponent (None: constant; EfficientZero: 0.4 to 1)"""
     learner_priorities: bool = True
     """sample: each update's positions take the learner's |value - target| as priority (EfficientZero); off: insertion's"""
+    new_data_max_priority: bool = False
+    """sample: new positions enter at replay's largest priority, as in EfficientZero and LightZero (off: |v* - G^N|)"""
 
     # Devices and hosts (Cleanba / Sebulba split)
     num_actor_threads: int = 1
@@ -271,10 +273,11 @@ def validate_args(args: Args):
         ("max_episode_steps", lambda v: v is None or v > 0, "positive"),
         ("process_id", lambda v: 0 <= v < args.num_processes, "in [0, --num-processes)"),
         ("reanalyze_num_simulations reanalyze_dirichlet_alpha", lambda v: v > 0, "positive"),
-        ("reanalyze_pb_c_init", lambda v: v >= 0, "non-negative"),
+        ("reanalyze_pb_c_init td_age_updates", lambda v: v >= 0, "non-negative"),
         ("reanalyze_ratio", lambda v: 0 <= v < 1 or args.reanalyze_mode == "sample" and v == 1, "in [0, 1) (sample: [0, 1])"),
-        ("td_age_updates", lambda v: v >= 0, "non-negative"),
         ("importance_exponent_final", lambda v: v is None or 0 <= v <= 1, "in [0, 1]"),
+        ("new_data_max_priority", lambda v: not v or args.reanalyze_mode == "sample", "off in push mode"),
+        ("learner_priorities", lambda v: v or not args.new_data_max_priority, "on with --new-data-max-priority"),
     ]
     for names, ok, what in rules:
         for name in names.split():
@@ -705,8 +708,8 @@ def history_at(window: dict, center: int, history_length: int):
 
 
 def td_horizon(made_at, num_updates, args: Args):
-    """n <= N, the steps of reward before a position's value target bootstraps: N shortened by one for every
-    --td-age-updates updates since the position's p* and v* were made (EfficientZero's off-policy correction)."""
+    """n <= N of each position (B,), the steps of reward before its value target bootstraps: N shortened by one for
+    every --td-age-updates updates since the position's p* and v* were made (EfficientZero's off-policy correction)."""
     return jnp.clip(args.td_steps - (num_updates - made_at) // args.td_age_updates, 1, args.td_steps)
 
 
@@ -746,7 +749,7 @@ def value_targets(window: dict, c: int, unroll_steps: int, td_steps: int, gamma:
 def compute_targets(
     window: dict, history_length: int, unroll_steps: int, td_steps: int, gamma: float, bootstrap_values=None, horizon=None
 ):
-    """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis); see value_targets."""
+    """window: one environment's steps c-L .. c+K+N (the fields of empty_segments, no batch axis)."""
     L, K, N = history_length, unroll_steps, td_steps
     c = L
     num_actions = window["policy"].shape[-1]
@@ -833,7 +836,7 @@ class Replay:
         for i in range(len(priorities)):
             for k, v in segments.items():
                 self.storage[k][self.next] = v[i]
-            self.priorities[self.next] = priorities[i]
+            self.priorities[self.next] = (self.priorities.max() or 1.0) if self.args.new_data_max_priority else priorities[i]
             self.next = (self.next + 1) % self.capacity
             self.size = min(self.size + 1, self.capacity)
         self.probs = None  # recomputed lazily, once per batch of new segments
@@ -1018,8 +1021,7 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
     """One update pmapped over the learner devices of all processes: each device trains on its share of the
     batch and lax.pmean averages the gradients, so every device applies the whole batch's gradient. The state
     and the metrics carry a leading axis of this process's learner devices; the window and weights are this
-    process's share of the batch, (B/P, ...). It also returns |value prediction - target| of each sample (the
-    priorities of --reanalyze-mode sample), (this process's learner devices, B/P/devices)."""
+    process's share of the batch, (B/P, ...); also each sample's |value prediction - target| (learner devices, B/P/devices)."""
     K = args.unroll_steps
     support_size = args.support_size
     targets_fn = batched_targets(args)
@@ -1034,9 +1036,7 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
         return scalar_to_categorical(x, support_size)
 
     def loss_fn(params, target_params, window, weights, num_updates):
-        horizon = None  # (B,) n of each sample, N if None
-        if args.td_age_updates:
-            horizon = td_horizon(window["made_at"][:, args.history_length], num_updates, args)
+        horizon = td_horizon(window["made_at"][:, args.history_length], num_updates, args) if args.td_age_updates else None
         bootstrap_values = None
         if args.value_bootstrap == "target_network":  # the value half of MuZero Reanalyze
             stacked = histories_fn(window, horizon=horizon)  # frame planes (B, K+1, H, W, L*C), actions (B, K+1, L)

@@ -17,6 +17,9 @@
 #   sample_rr4_search_bootstrap  sample_rr4 bootstrapping from the stored v* (as the base does), not the target
 #                      network: fresh policies only (run by name in SETTINGS; compared with ratio_0 and sample_rr4 in
 #                      value_bootstrap_target_vs_search/)
+#   sample_rr4_max_priority  sample_rr4 storing new positions at replay's largest priority (EfficientZero's
+#                      --use_max_priority, LightZero's default), not |v* - G^N| (run by name in SETTINGS; compared
+#                      with ratio_0 and sample_rr4 in new_data_priority_max_vs_insertion/)
 #   push_0.4           40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
 #   matched_updates    no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
 # Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
@@ -58,6 +61,7 @@ declare -A FLAGS=(
   [sample_rr4_sim16]="$SAMPLE --replay-ratio 4 --reanalyze-num-simulations 16"
   [sample_rr4_insertion_priorities]="$SAMPLE --replay-ratio 4 --no-learner-priorities --priority-exponent 1"
   [sample_rr4_search_bootstrap]="$SAMPLE --replay-ratio 4 --value-bootstrap search"
+  [sample_rr4_max_priority]="$SAMPLE --replay-ratio 4 --new-data-max-priority"
   [push_0.4]="--reanalyze-ratio 0.4 --reanalyze-mode push"
   [matched_updates]="--reanalyze-ratio 0 --replay-ratio $replay_ratio"
 )
@@ -80,7 +84,7 @@ if [ -f "${PAIR[0]}/runs.csv" ] && [ -f "${PAIR[1]}/runs.csv" ]; then
 fi
 # and with each single-lever setting run by name, over the seeds all three have run
 for lever in sample_rr4_sim16:simulations_8_vs_16 sample_rr4_insertion_priorities:priorities_learner_vs_insertion \
-  sample_rr4_search_bootstrap:value_bootstrap_target_vs_search; do
+  sample_rr4_search_bootstrap:value_bootstrap_target_vs_search sample_rr4_max_priority:new_data_priority_max_vs_insertion; do
   TRIPLE=("${PAIR[@]}" "$BASE/experiment/${lever%%:*}")
   if [ -f "${PAIR[0]}/runs.csv" ] && [ -f "${PAIR[1]}/runs.csv" ] && [ -f "${TRIPLE[2]}/runs.csv" ]; then
     python muzero_tools.py compare --out "$BASE/${lever##*:}" --runs "${TRIPLE[@]}"

@@ -75,6 +75,8 @@ CASES = [  # (script, command-line flags, what the message must name, what is on
     (r, "--reanalyze-pb-c-init -1", "--reanalyze-pb-c-init", None),
     (r, "--learning-rate nan", "--learning-rate", None),
     (r, "--reanalyze-ratio 0.5 --reanalyze-num-simulations 1000000000", MEMORY + "--reanalyze-ratio/", None),
+    (r, "--new-data-max-priority", "--new-data-max-priority must be off in push mode", None),
+    (r, "--reanalyze-mode sample --no-learner-priorities --new-data-max-priority", "--learner-priorities must be on", None),
     (bt, "--eval-episodes 3", "--eval-episodes", None),
     (bt, "--board-size 2", "--board-size", None),
     (bt, "--board-size 1000", MEMORY, None),

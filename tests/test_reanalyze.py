@@ -218,6 +218,26 @@ def test_sample_mode_priorities_are_the_update_s_value_errors():
     assert untouched.sum() > 0 and np.abs(expected - 1).max() > 0.01  # the priorities were 1 before
 
 
+def test_new_data_enters_at_the_largest_priority():
+    """--new-data-max-priority (EfficientZero's --use_max_priority): a new segment's positions take the largest priority
+    in replay, 1 in an empty one, whatever their |v* - G^N|; without it they take the priorities given."""
+    args = sample_args(new_data_max_priority=True)
+    L, S = args.history_length, args.num_steps
+    segment = r.empty_segments(1, L + S + args.unroll_steps + args.td_steps, (10, 10, 4), 4)
+    given = np.full((1, S), 0.3, np.float32)
+    replay = r.Replay(args, 3, (10, 10, 4), 4, seed=0)
+    replay.add(segment, given)
+    np.testing.assert_array_equal(replay.priorities[0], np.ones(S))  # an empty replay: 1
+    replay.priorities[0, 5] = 4.5  # a learner's error
+    replay.add(segment, given)
+    np.testing.assert_array_equal(replay.priorities[1], np.full(S, 4.5))
+    np.testing.assert_array_equal(replay.priorities[2], np.zeros(S))  # not yet filled
+    insertion = r.Replay(dataclasses.replace(args, new_data_max_priority=False), 3, (10, 10, 4), 4, seed=0)
+    insertion.add(segment, given)
+    insertion.add(segment, given)
+    np.testing.assert_array_equal(insertion.priorities[:2], np.full((2, S), 0.3, np.float32))
+
+
 def test_fresh_policies_search_the_first_samples_again_in_one_batch(played):
     """With the parameters that played and no root noise, the new search gives back the stored p* at the positions
     c .. c+K of the first round(ratio x B) samples; with other parameters it differs there, and only there."""
