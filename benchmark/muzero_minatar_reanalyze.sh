@@ -20,6 +20,8 @@
 #   sample_rr4_max_priority  sample_rr4 storing new positions at replay's largest priority (EfficientZero's
 #                      --use_max_priority, LightZero's default), not |v* - G^N| (run by name in SETTINGS; compared
 #                      with ratio_0 and sample_rr4 in new_data_priority_max_vs_insertion/)
+#   sample_rr4_td5_max_priority  sample_rr4_td5 with new positions at replay's largest priority (run by name in
+#                      SETTINGS; compared with ratio_0 and sample_rr4_td5 in td5_new_data_priority_max_vs_insertion/)
 #   push_0.4           40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
 #   matched_updates    no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
 # Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
@@ -62,6 +64,7 @@ declare -A FLAGS=(
   [sample_rr4_insertion_priorities]="$SAMPLE --replay-ratio 4 --no-learner-priorities --priority-exponent 1"
   [sample_rr4_search_bootstrap]="$SAMPLE --replay-ratio 4 --value-bootstrap search"
   [sample_rr4_max_priority]="$SAMPLE --replay-ratio 4 --new-data-max-priority"
+  [sample_rr4_td5_max_priority]="$SAMPLE --replay-ratio 4 --td-steps 5 --new-data-max-priority"
   [push_0.4]="--reanalyze-ratio 0.4 --reanalyze-mode push"
   [matched_updates]="--reanalyze-ratio 0 --replay-ratio $replay_ratio"
 )
@@ -91,6 +94,12 @@ for lever in sample_rr4_sim16:simulations_8_vs_16 sample_rr4_insertion_prioritie
     done+=("${TRIPLE[2]}")  # (its runs' series in diagnostics.csv too)
   fi
 done
+# and the largest-priority lever on sample_rr4_td5, against it and ratio 0
+TRIPLE=("${PAIR[0]}" "$BASE/experiment/sample_rr4_td5" "$BASE/experiment/sample_rr4_td5_max_priority")
+if [ -f "${TRIPLE[0]}/runs.csv" ] && [ -f "${TRIPLE[1]}/runs.csv" ] && [ -f "${TRIPLE[2]}/runs.csv" ]; then
+  python muzero_tools.py compare --out "$BASE/td5_new_data_priority_max_vs_insertion" --runs "${TRIPLE[@]}"
+  done+=("${TRIPLE[2]}")
+fi
 # every run's logged series (losses, entropies, values, reanalysis) per 50k frames, from the runs still in runs/
 mapfile -t run_dirs < <(for d in "${done[@]}"; do tail -n +2 "$d/runs.csv" | cut -d, -f3; done | sed 's|^|runs/|' | while read -r r; do [ -d "$r" ] && echo "$r"; done)
 if [ ${#run_dirs[@]} -gt 0 ]; then python muzero_tools.py diagnostics --out "$BASE/experiment" --run-dirs "${run_dirs[@]}"; fi
