@@ -20,8 +20,8 @@
 #   sample_rr4_max_priority  sample_rr4 storing new positions at replay's largest priority (EfficientZero's
 #                      --use_max_priority, LightZero's default), not |v* - G^N| (run by name in SETTINGS; compared
 #                      with ratio_0 and sample_rr4 in new_data_priority_max_vs_insertion/)
-#   sample_rr4_td5_max_priority  sample_rr4_td5 with new positions at replay's largest priority (run by name in
-#                      SETTINGS; compared with ratio_0 and sample_rr4_td5 in td5_new_data_priority_max_vs_insertion/)
+#   sample_rr4_td5_max_priority  sample_rr4_td5 storing new positions at replay's largest priority (compared with
+#                      ratio_0 and sample_rr4_td5 in td5_new_data_priority_max_vs_insertion/)
 #   push_0.4           40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
 #   matched_updates    no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
 # Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
@@ -31,12 +31,13 @@
 # COST=1 measures instead what $SAMPLE costs, A B A B against no reanalysis at replay ratio 2 and 8
 # (benchmark/muzero_minatar_reanalyze_cost.py: cost.csv, cost.md).
 #
-#   bash benchmark/muzero_minatar_reanalyze.sh                     # Asterix, Breakout x seeds 1 2 3 x 8 settings
+#   bash benchmark/muzero_minatar_reanalyze.sh                     # Asterix, Breakout x seeds 1 2 3 x 9 settings
 #   SETTINGS="sample_rr2" GAMES="Asterix" SEEDS="3" bash benchmark/muzero_minatar_reanalyze.sh
 #   COST=1 bash benchmark/muzero_minatar_reanalyze.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SETTINGS=${SETTINGS:-"ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 sample_rr4_td5 push_0.4"}
+SETTINGS=${SETTINGS:-"ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 sample_rr4_td5
+sample_rr4_td5_max_priority push_0.4"}
 export GAMES=${GAMES:-"Asterix Breakout"} SEEDS=${SEEDS:-"1 2 3"}
 BASE=docs/benchmark/muzero_minatar_reanalyze
 # reanalysis at sampling time: a quarter of each batch's policy targets searched again (8 simulations) with the target
@@ -74,8 +75,8 @@ for setting in $SETTINGS; do
     ${FLAGS[$setting]} --exp-name "reanalyze_$setting" "$@"  # (evaluated every 50k frames, as muzero_minatar.sh does)
 done
 done=()
-for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 sample_rr4_td5 push_0.4 \
-  matched_updates; do
+for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 sample_rr4_td5 \
+  sample_rr4_td5_max_priority push_0.4 matched_updates; do
   if [ -f "$BASE/experiment/$setting/runs.csv" ]; then done+=("$BASE/experiment/$setting"); fi
 done
 python muzero_tools.py compare --out "$BASE" --runs "${done[@]}"
@@ -85,21 +86,21 @@ PAIR=("$BASE/experiment/ratio_0" "$BASE/experiment/sample_rr4")
 if [ -f "${PAIR[0]}/runs.csv" ] && [ -f "${PAIR[1]}/runs.csv" ]; then
   python muzero_tools.py compare --out "$BASE/ratio_0_vs_sample_rr4" --runs "${PAIR[@]}"
 fi
-# and with each single-lever setting run by name, over the seeds all three have run
-for lever in sample_rr4_sim16:simulations_8_vs_16 sample_rr4_insertion_priorities:priorities_learner_vs_insertion \
-  sample_rr4_search_bootstrap:value_bootstrap_target_vs_search sample_rr4_max_priority:new_data_priority_max_vs_insertion; do
-  TRIPLE=("${PAIR[@]}" "$BASE/experiment/${lever%%:*}")
-  if [ -f "${PAIR[0]}/runs.csv" ] && [ -f "${PAIR[1]}/runs.csv" ] && [ -f "${TRIPLE[2]}/runs.csv" ]; then
-    python muzero_tools.py compare --out "$BASE/${lever##*:}" --runs "${TRIPLE[@]}"
+# and each single-lever setting against ratio 0 and the setting it departs from (setting:baseline:folder), over the
+# seeds all three have run
+for lever in sample_rr4_sim16:sample_rr4:simulations_8_vs_16 \
+  sample_rr4_insertion_priorities:sample_rr4:priorities_learner_vs_insertion \
+  sample_rr4_search_bootstrap:sample_rr4:value_bootstrap_target_vs_search \
+  sample_rr4_max_priority:sample_rr4:new_data_priority_max_vs_insertion \
+  sample_rr4_td5_max_priority:sample_rr4_td5:td5_new_data_priority_max_vs_insertion; do
+  IFS=: read -r setting baseline folder <<< "$lever"
+  TRIPLE=("$BASE/experiment/ratio_0" "$BASE/experiment/$baseline" "$BASE/experiment/$setting")
+  if [ -f "${TRIPLE[0]}/runs.csv" ] && [ -f "${TRIPLE[1]}/runs.csv" ] && [ -f "${TRIPLE[2]}/runs.csv" ]; then
+    python muzero_tools.py compare --out "$BASE/$folder" --runs "${TRIPLE[@]}"
     done+=("${TRIPLE[2]}")  # (its runs' series in diagnostics.csv too)
   fi
 done
-# and the largest-priority lever on sample_rr4_td5, against it and ratio 0
-TRIPLE=("${PAIR[0]}" "$BASE/experiment/sample_rr4_td5" "$BASE/experiment/sample_rr4_td5_max_priority")
-if [ -f "${TRIPLE[0]}/runs.csv" ] && [ -f "${TRIPLE[1]}/runs.csv" ] && [ -f "${TRIPLE[2]}/runs.csv" ]; then
-  python muzero_tools.py compare --out "$BASE/td5_new_data_priority_max_vs_insertion" --runs "${TRIPLE[@]}"
-  done+=("${TRIPLE[2]}")
-fi
 # every run's logged series (losses, entropies, values, reanalysis) per 50k frames, from the runs still in runs/
-mapfile -t run_dirs < <(for d in "${done[@]}"; do tail -n +2 "$d/runs.csv" | cut -d, -f3; done | sed 's|^|runs/|' | while read -r r; do [ -d "$r" ] && echo "$r"; done)
+mapfile -t run_dirs < <(for d in "${done[@]}"; do tail -n +2 "$d/runs.csv" | cut -d, -f3; done | sed 's|^|runs/|' | sort -u |
+  while read -r r; do [ -d "$r" ] && echo "$r"; done)
 if [ ${#run_dirs[@]} -gt 0 ]; then python muzero_tools.py diagnostics --out "$BASE/experiment" --run-dirs "${run_dirs[@]}"; fi
