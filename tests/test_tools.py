@@ -835,10 +835,10 @@ def test_ppo_comparison_takes_each_seeds_last_evaluation_by_our_frames_and_minut
     cells = [c.strip() for c in tools.ppo_comparison(str(tmp_path))[2].split("|")[1:-1]]
     assert cells[2:] == ["45.0 ± 5.0", "2.0", "30.0", "10,000,000, 41.0", "35.0"]
     # a game not timed on PPO's machine: no minutes; timed on another machine: refused
-    pd.read_csv(timed / "runs.csv").assign(env_id="Asterix").to_csv(timed / "runs.csv", index=False)
+    tools.read_table(timed / "runs.csv").assign(env_id="Asterix").to_csv(timed / "runs.csv", index=False)
     cells = [c.strip() for c in tools.ppo_comparison(str(tmp_path))[2].split("|")[1:-1]]
     assert cells[1] == "300,000, –" and cells[4] == "–"
-    pd.read_csv(timed / "runs.csv").assign(machine="another").to_csv(timed / "runs.csv", index=False)
+    tools.read_table(timed / "runs.csv").assign(machine="another").to_csv(timed / "runs.csv", index=False)
     with pytest.raises(tools.BadInput, match="PPO on"):
         tools.ppo_comparison(str(tmp_path))
 
