@@ -36,8 +36,9 @@
 #   COST=1 bash benchmark/muzero_minatar_reanalyze.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SETTINGS=${SETTINGS:-"ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 sample_rr4_td5
-sample_rr4_td5_max_priority push_0.4"}
+MAIN_SETTINGS="ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 sample_rr4_td5
+sample_rr4_td5_max_priority push_0.4"  # run by default and compared in compare.md, with matched_updates
+SETTINGS=${SETTINGS:-$MAIN_SETTINGS}
 export GAMES=${GAMES:-"Asterix Breakout"} SEEDS=${SEEDS:-"1 2 3"}
 BASE=docs/benchmark/muzero_minatar_reanalyze
 # reanalysis at sampling time: a quarter of each batch's policy targets searched again (8 simulations) with the target
@@ -75,8 +76,7 @@ for setting in $SETTINGS; do
     ${FLAGS[$setting]} --exp-name "reanalyze_$setting" "$@"  # (evaluated every 50k frames, as muzero_minatar.sh does)
 done
 done=()
-for setting in ratio_0 no_reanalysis_rr8 sample_rr2 sample_rr4 sample_rr8 sample_rr2_ratio1 sample_rr4_td5 \
-  sample_rr4_td5_max_priority push_0.4 matched_updates; do
+for setting in $MAIN_SETTINGS matched_updates; do
   if [ -f "$BASE/experiment/$setting/runs.csv" ]; then done+=("$BASE/experiment/$setting"); fi
 done
 python muzero_tools.py compare --out "$BASE" --runs "${done[@]}"
