@@ -4,41 +4,31 @@ Read top to bottom: Args (every flag, thesis value in its docstring), the enviro
 dummy action (MooZi thesis 4.3.1-4.3.3), history stacking and the categorical value transform
 (4.3.4, 2.8.6), the flax networks h, g, f and the projection (4.3.5), the MCTX planner (4.3.6),
 training targets (4.3.7), segment replay with prioritized sampling (4.3.14), loss and update
-(4.3.8-4.3.9), the actor threads and the learner loop (Cleanba: each actor thread acts with parameters
-exactly one version behind the learner, so a run's data is fixed by its seed; the update is pmapped over
---learner-device-ids, and several processes under jax.distributed form one data-parallel learner).
+(4.3.8-4.3.9), the actor threads and the learner loop (Cleanba: actor iteration k acts with the parameters
+the learner handed over after its iteration k-2, so a run's data is fixed by its seed; the update is pmapped
+over --learner-device-ids, and several processes under jax.distributed form one data-parallel learner).
+What a run needs that is not MuZero (checkpoints, signals, the run directory, hosts) is in muzero_run.py.
 """
 
 import copy
-import hashlib
-import io
-import json
 import math
 import os
-import pickle
 import queue
-import signal
-import socket
-import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Literal, NamedTuple
 
-# XLA's CPU backend, set before jax starts (a user's own XLA_FLAGS come after ours and win). YNNPACK fusions off:
-# for this network's small convolutions they make the learner's update about 1.3x slower (docs: Speed). The
-# other three make a seed give the same numbers on every x86-64 CPU with the same cache sizes (docs:
-# Reproducibility): code for AVX2 at most, no XNNPACK kernels (XNNPACK picks its own by the host's features), no
-# math that may differ by CPU; and matrix products in Eigen's own kernel instead of oneDNN's, which picks AVX-512
-# code where the host has it.
+# XLA's CPU backend, set before jax starts (a user's own XLA_FLAGS come after ours and win): YNNPACK fusions off
+# (slower for these small convolutions), and code and math that give a seed the same numbers on every x86-64 CPU
+# with the same cache sizes (docs: Speed, Reproducibility).
 os.environ["XLA_FLAGS"] = (
     "--xla_cpu_experimental_ynn_fusion_type= --xla_cpu_max_isa=AVX2 --xla_cpu_use_xnnpack=false "
     "--xla_cpu_enable_platform_dependent_math=false " + os.environ.get("XLA_FLAGS", "")
 )
 os.environ.setdefault("TENSORFLOW_USE_CUSTOM_CONTRACTION_KERNEL", "false")
 
-import flax
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -46,10 +36,9 @@ import mctx
 import numpy as np
 import optax
 import pyspiel
-import tyro
 from open_spiel.python.algorithms import mcts
-from jax.experimental import multihost_utils
-from tensorboardX import SummaryWriter
+
+import muzero_run
 
 MAX_REPLAY_RATIO = 256  # samples per environment step: EfficientZero's (batch 256, an update per step)
 SCRIPT = os.path.basename(__file__)[: -len(".py")]
@@ -72,7 +61,9 @@ class Args:
     save_model: bool = False
     """if toggled, the parameters are saved to `runs/{run_name}/` at the end (and when an error stops the run)"""
     checkpoint_interval: int = 50_000
-    """environment steps between checkpoints, from which --resume continues exactly, each also kept in models/ (0: none)"""
+    """environment steps between checkpoints, from which --resume continues exactly (0: none)"""
+    save_checkpoint_models: bool = True
+    """with --checkpoint-interval, a model is also saved at every checkpoint and at the end, in `runs/{run_name}/models/`"""
     resume: str | None = None
     """a run directory `runs/{run_name}` to continue from its checkpoint, with the run's own flags"""
 
@@ -205,29 +196,13 @@ class Args:
     """seconds a process waits for all --num-processes to join before it stops"""
 
 
-def fail(message: str):
-    """Stops before anything is compiled or written, with a message naming the flag and exit status 2 (as argparse)."""
-    print(f"{os.path.basename(sys.argv[0])}: error: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-def check_folder(name: str, path: str):
-    """Refuses with fail() a folder to write in that is a file, or that this process cannot create or write in."""
-    folder = os.path.abspath(path)
-    while not os.path.exists(folder):  # the nearest existing folder is where it would be created
-        folder = os.path.dirname(folder)
-    if not (os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)):
-        fail(f"{name}: {folder} is not a folder this process can write in")
-
-
 def global_threads(args: Args) -> int:
     return args.num_actor_threads * args.num_processes
 
 
 def validate_args(args: Args):
-    """What tyro cannot check, each refused with fail()."""
-    rules = [  # (flags, test, what they must be)
-        (" ".join(f.name for f in fields(args) if f.type is float), math.isfinite, "a finite number"),
+    """What tyro cannot check, each refused with muzero_run.fail()."""
+    rules = [  # (flags, test, what they must be); muzero_run.check_rules adds: every float finite
         (
             "total_timesteps num_envs num_steps history_length channels repr_blocks head_hidden support_size "
             "num_simulations eval_num_simulations max_num_considered_actions unroll_steps td_steps buffer_size "
@@ -251,70 +226,28 @@ def validate_args(args: Args):
         ("seed", lambda v: 0 <= v < 2**32, "in [0, 2**32 - 1], as JAX's 32-bit keys"),
         ("process_id", lambda v: 0 <= v < args.num_processes, "in [0, --num-processes)"),
     ]
-    for names, ok, what in rules:
-        for name in names.split():
-            if not ok(getattr(args, name)):
-                fail(f"--{name.replace('_', '-')} must be {what} (got {getattr(args, name)})")
-    name_ok = all(c.isalnum() or c in "-_." for c in args.exp_name) and args.exp_name not in ("", ".", "..")
-    if not name_ok or len(args.exp_name) > 100:
-        fail(f"--exp-name must be at most 100 letters, digits, '-', '_' and '.' (got {args.exp_name!r}): it names files")
-    check_folder(f"--resume {args.resume}" if args.resume else "runs/ (runs are written in ./runs)", args.resume or "runs")
+    muzero_run.check_rules(args, rules)
+    muzero_run.check_run_flags(args)
     steps = args.num_envs * args.num_steps * global_threads(args)
     iteration = f"one actor iteration, --num-envs x --num-steps x --num-actor-threads x --num-processes = {steps}"
     if args.total_timesteps < steps or args.buffer_size < steps:
-        fail(f"--total-timesteps ({args.total_timesteps}) and --buffer-size ({args.buffer_size}) must hold {iteration}")
+        muzero_run.fail(
+            f"--total-timesteps ({args.total_timesteps}) and --buffer-size ({args.buffer_size}) must hold {iteration}"
+        )
     if args.batch_size % global_threads(args) or args.batch_size > args.buffer_size:
-        fail(
+        muzero_run.fail(
             f"--batch-size ({args.batch_size}) must split evenly over the {global_threads(args)} actor threads' replays "
             f"(--num-actor-threads x --num-processes) and fit in --buffer-size ({args.buffer_size})"
         )
     if args.learning_starts > args.total_timesteps or args.replay_ratio * args.total_timesteps < args.batch_size:
-        fail(f"--learning-starts ({args.learning_starts}) and --replay-ratio ({args.replay_ratio}) leave no update to run")
+        muzero_run.fail(
+            f"--learning-starts ({args.learning_starts}) and --replay-ratio ({args.replay_ratio}) leave no update to run"
+        )
     if args.replay_ratio > MAX_REPLAY_RATIO:
-        fail(
+        muzero_run.fail(
             f"--replay-ratio {args.replay_ratio:g} is above {MAX_REPLAY_RATIO} samples per environment step "
             f"(EfficientZero's ratio; the thesis used 4)"
         )
-    host, _, port = (args.coordinator_address or "").rpartition(":")
-    if args.num_processes > 1 and not (host and port.isdigit()):
-        fail(f"--num-processes {args.num_processes} needs --coordinator-address host:port of process 0")
-
-
-def join_processes(args: Args):
-    """jax.distributed.initialize (with --num-processes > 1) with a bounded wait: XLA aborts a process whose peers do
-    not join, so a watchdog stops it first (exit 1), naming who is missing."""
-    if args.num_processes == 1:
-        return
-
-    def give_up():
-        host, _, port = args.coordinator_address.rpartition(":")
-        try:
-            socket.create_connection((host, int(port)), timeout=2).close()
-            missing = "the other processes have" if args.process_id == 0 else "a process other than 0 has"
-        except OSError:
-            missing = f"process 0 (the coordinator, {args.coordinator_address}) has"
-        waited = f"--distributed-timeout {args.distributed_timeout} s"
-        print(f"process {args.process_id}: {missing} not joined within {waited}", file=sys.stderr, flush=True)
-        os._exit(1)
-
-    watchdog = threading.Timer(args.distributed_timeout, give_up)
-    watchdog.start()
-    timeout = args.distributed_timeout + 60  # XLA's own deadline, after the watchdog's
-    jax.distributed.initialize(args.coordinator_address, args.num_processes, args.process_id, initialization_timeout=timeout)
-    watchdog.cancel()
-
-
-def validate_devices(args: Args):
-    """The device flags against this process's devices (after jax.distributed starts, before compiling)."""
-    for name in ("actor_device_ids", "learner_device_ids"):
-        ids = getattr(args, name)
-        if not ids or len(set(ids)) < len(ids) or not all(0 <= i < len(jax.local_devices()) for i in ids):
-            fail(
-                f"--{name.replace('_', '-')} {ids} must be distinct indices of the {len(jax.local_devices())} local "
-                f"devices (on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N gives N)"
-            )
-    if (args.batch_size // args.num_processes) % len(args.learner_device_ids):
-        fail(f"--batch-size ({args.batch_size}) must split evenly over the --learner-device-ids of each process")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,10 +256,10 @@ def validate_devices(args: Args):
 # ---------------------------------------------------------------------------------------------
 class Step(NamedTuple):
     obs: np.ndarray  # (B, H, W, C) uint8: OpenSpiel's planes as the mover sees them and the player to move
-    reward: np.ndarray  # (B,) reward that arrived with this observation, for the player who made the move
+    reward: np.ndarray  # (B,) reward that arrived with this observation
     is_first: np.ndarray  # (B,) bool
     is_last: np.ndarray  # (B,) bool; the policy still runs here, its action is the dummy one
-    to_play: np.ndarray  # (B,) player to move (0 black, 1 white); at the last step, the one who would move next
+    to_play: np.ndarray  # (B,) player to move (0 black, 1 white), next to move at the last step; a reward is the last mover's
 
 
 def env_seeds(seed: int | tuple[int, ...], num_envs: int) -> np.ndarray:
@@ -393,14 +326,14 @@ def env_shapes(args: Args) -> tuple[tuple, int]:
 
 
 class EpisodeTracker:
-    """Running return of the first player (+1 win, -1 loss: in self-play, its advantage) and length of each game."""
+    """Running return and length (env actions taken) of each copy; hands back finished episodes."""
 
     def __init__(self, num_envs: int):
         self.returns = np.zeros(num_envs)
         self.lengths = np.zeros(num_envs, np.int64)
 
     def update(self, step: Step):
-        self.returns += np.where(step.to_play == 1, step.reward, -step.reward)  # the mover is 1 - to_play
+        self.returns += np.where(step.to_play == 1, step.reward, -step.reward)  # the first player's; the mover is 1 - to_play
         self.lengths += ~step.is_last
         done = np.flatnonzero(step.is_last)
         finished = (done, self.returns[done].copy(), self.lengths[done].copy())
@@ -597,11 +530,6 @@ def planner_configs(args: Args) -> tuple[partial, partial]:
     return train, test
 
 
-def run_search(search: partial, params, rng, root: mctx.RootFnOutput, recurrent_fn, legal):
-    """A batch of searches with `search`, a planner of planner_configs; legal (B, |A^a|) applies at the root only."""
-    return search(params, rng, root, recurrent_fn, invalid_actions=~legal)
-
-
 class ActorState(NamedTuple):
     frames: jax.Array  # (B, L, H, W, C): o_{t-L..t-1} before the step, o_{t-L+1..t} after
     actions: jax.Array  # (B, L): a_{t-L..t-1}
@@ -634,17 +562,17 @@ def make_act_fn(net: MuZeroNet, search: partial, gamma: float, keep_tree: bool =
     recurrent_fn = make_recurrent_fn(net, gamma)
 
     @jax.jit
-    def act(params, state: ActorState, obs, is_first, legal, rng):
+    def act(params, actor_state: ActorState, obs, is_first, legal, rng):
         keep = ~is_first
-        frames = state.frames * keep[:, None, None, None, None]
-        actions = state.actions * keep[:, None]  # zero frames and dummy actions before the first step
+        frames = actor_state.frames * keep[:, None, None, None, None]
+        actions = actor_state.actions * keep[:, None]  # zero frames and dummy actions before the first step
         frames = jnp.concatenate([frames[:, 1:], obs[:, None].astype(jnp.float32)], axis=1)
         x = net.apply(params, stack_history(frames, actions), method=MuZeroNet.represent)
         prior_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
         root = mctx.RootFnOutput(
             prior_logits=prior_logits, value=categorical_to_scalar(jax.nn.softmax(value_logits), support_size), embedding=x
         )
-        out = run_search(search, params, rng, root, recurrent_fn, legal)
+        out = search(params, rng, root, recurrent_fn, invalid_actions=~legal)  # legal (B, |A^a|): at the root only
         root_value = out.search_tree.summary().value
         # random moves (none at random_move_prob 0, as in evaluation), from keys of their own: the search is the same
         explore_key, move_key = jax.random.split(jax.random.fold_in(rng, 1))
@@ -752,9 +680,9 @@ def empty_segments(num_envs: int, span: int, obs_shape, num_actions: int) -> dic
     }
 
 
-def gather_windows(segments: dict, seg: np.ndarray, pos: np.ndarray, window: int) -> dict:
-    """Windows of steps pos .. pos+window-1 of segments seg, i.e. c-L .. c+K+N for c = pos+L."""
-    idx = pos[:, None] + np.arange(window)[None]
+def gather_windows(segments: dict, seg: np.ndarray, pos: np.ndarray, window_length: int) -> dict:
+    """Windows of steps pos .. pos+window_length-1 of segments seg, i.e. c-L .. c+K+N for c = pos+L."""
+    idx = pos[:, None] + np.arange(window_length)[None]
     return {k: v[seg[:, None], idx] for k, v in segments.items()}
 
 
@@ -787,8 +715,8 @@ class Replay:
         self.args = args
         self.L = args.history_length
         self.S = args.num_steps
-        self.window = self.L + args.unroll_steps + args.td_steps + 1  # steps c-L .. c+K+N of a position c
-        self.storage = empty_segments(capacity, self.window - 1 + self.S, obs_shape, num_actions)
+        self.window_length = self.L + args.unroll_steps + args.td_steps + 1  # steps c-L .. c+K+N of a position c
+        self.storage = empty_segments(capacity, self.window_length - 1 + self.S, obs_shape, num_actions)
         self.priorities = np.zeros((capacity, self.S), np.float32)
         self.capacity = capacity
         self.next = 0  # the segment the next add() overwrites
@@ -826,7 +754,7 @@ class Replay:
             self.num_valid = int(valid.sum())
         flat = self.rng.choice(self.probs.size, size=batch_size, p=self.probs)
         segment, position = np.divmod(flat, self.S)
-        batch = gather_windows(self.storage, segment, position, self.window)
+        batch = gather_windows(self.storage, segment, position, self.window_length)
         return batch, importance_weights(self.probs[flat], self.num_valid, args.importance_exponent).astype(np.float32)
 
 
@@ -855,8 +783,8 @@ def add_with_priorities(replay: Replay, segments: dict, priority_fn):
     is given the PRIORITY_FIELDS of the windows only (no frames)."""
     n = len(segments["valid"])
     S = replay.S
-    fields = {k: segments[k] for k in PRIORITY_FIELDS}
-    windows = gather_windows(fields, *np.divmod(np.arange(n * S), S), replay.window)  # (segment, position) pairs
+    priority_data = {k: segments[k] for k in PRIORITY_FIELDS}
+    windows = gather_windows(priority_data, *np.divmod(np.arange(n * S), S), replay.window_length)  # (segment, position) pairs
     replay.add(segments, np.asarray(priority_fn(windows)).reshape(n, S))
 
 
@@ -958,19 +886,19 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
     devices = [jax.local_devices(process_index=p)[i] for p in range(args.num_processes) for i in args.learner_device_ids]
 
     @partial(jax.pmap, axis_name="batch", devices=devices)  # the learner devices of every process, process by process
-    def update(state: TrainState, window, weights):
-        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, state.target_params, window, weights)
+    def update(train_state: TrainState, window, weights):
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(train_state.params, train_state.target_params, window, weights)
         grads, metrics = jax.lax.pmean((grads, metrics), "batch")  # the whole batch's mean
         metrics["losses/grad_norm"] = optax.tree.norm(grads)
-        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        params = optax.apply_updates(state.params, updates)
-        step = state.step + 1
-        target_params = optax.periodic_update(params, state.target_params, step, args.target_update_interval)
+        updates, opt_state = optimizer.update(grads, train_state.opt_state, train_state.params)
+        params = optax.apply_updates(train_state.params, updates)
+        step = train_state.step + 1
+        target_params = optax.periodic_update(params, train_state.target_params, step, args.target_update_interval)
         return TrainState(params, target_params, opt_state, step), metrics
 
-    def split_update(state: TrainState, window: dict, weights: np.ndarray):
+    def split_update(train_state: TrainState, window: dict, weights: np.ndarray):
         n = len(args.learner_device_ids)
-        return update(state, *jax.tree.map(lambda x: x.reshape(n, -1, *x.shape[1:]), (window, weights)))
+        return update(train_state, *jax.tree.map(lambda x: x.reshape(n, -1, *x.shape[1:]), (window, weights)))
 
     return split_update
 
@@ -986,14 +914,14 @@ def unreplicate(tree):
 
 
 # ---------------------------------------------------------------------------------------------
-# Actor threads (Cleanba): each acts with parameters exactly one version behind the learner
+# Actor threads (Cleanba): actor iteration k acts with the parameters of the learner's iteration k-2
 # ---------------------------------------------------------------------------------------------
 class ActorSnapshot(NamedTuple):
     """An actor thread's whole state after an iteration, kept in checkpoints."""
 
     envs: BreakthroughVecEnv
     segments: dict  # the fields of empty_segments, (num_envs, L + S + K + N, ...)
-    state: ActorState  # on the host
+    actor_state: ActorState  # on the host
     step: Step  # the last environment step, to act on next
     episodes: EpisodeTracker
     key: jax.Array
@@ -1005,45 +933,6 @@ class Rollout(NamedTuple):
     episode_lengths: list
     scalars: dict  # charts/root_value, charts/policy_entropy (means) and the thread's stats/actor_* (seconds)
     snapshot: ActorSnapshot | None  # the actor's state after this iteration, when a checkpoint is due
-
-
-class Stopped(Exception):
-    """The other thread has ended: stop waiting on the queue."""
-
-
-class Interrupted(Exception):
-    """Ctrl-C or SIGTERM, raised by the learner where it can stop safely (not inside JAX's tracing or a callback)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-signals_received = []  # by on_signal, the handler of SIGINT and SIGTERM when the script runs
-
-
-def on_signal(signum, frame):
-    if signals_received:  # a second Ctrl-C stops at once
-        signal.signal(signum, signal.SIG_DFL)
-        signal.raise_signal(signum)
-    signals_received.append(signum)
-
-
-def check_signals():
-    """Raises Interrupted once a signal has been received (the learner calls it between updates and while it waits)."""
-    if signals_received:
-        raise Interrupted(signals_received[0])
-
-
-def wait_on(queue_op, other_alive):
-    """A queue's get, or put with its item (functools.partial), retried until it succeeds; gives up with Stopped once
-    `other_alive()` is False (a get still takes what is left)."""
-    while True:
-        try:
-            return queue_op(timeout=0.5)
-        except (queue.Empty, queue.Full):
-            if not other_alive():
-                raise Stopped
 
 
 def checkpoint_due(args: Args, iteration: int, num_iterations: int) -> bool:
@@ -1060,11 +949,11 @@ class ActorQueues(NamedTuple):
 
 
 def actor_loop(
-    args: Args, thread: int, act_fn, pending_params: list, queues: ActorQueues, learner_alive, iterations: range, key, snapshot
+    args: Args, act_fn, *, thread: int, queues: ActorQueues, pending_params: list, learner_alive, iterations, key, snapshot
 ):
-    """Actor thread `thread` of this process, for `iterations`. Iteration k acts with the parameters the learner put
-    after its iteration k-2 (the initial ones for k <= 2): those in `pending_params`, then those of the params queue.
-    `snapshot` (an ActorSnapshot from a checkpoint) restores environments, history, segments and key."""
+    """Actor thread `thread` of this process, for `iterations` (a range). Iteration k acts with the parameters the
+    learner put after its iteration k-2 (the initial ones for k <= 2): those in `pending_params`, then those of the
+    params queue. `snapshot` (an ActorSnapshot from a checkpoint) restores environments, history, segments and key."""
     device = jax.local_devices()[args.actor_device_ids[thread % len(args.actor_device_ids)]]
     num_envs = args.num_envs
     S = args.num_steps
@@ -1074,33 +963,33 @@ def actor_loop(
             if snapshot is None:
                 envs = BreakthroughVecEnv(args.board_size, num_envs)
                 segments = empty_segments(num_envs, span, envs.obs_shape, envs.num_actions)
-                state = initial_actor_state(num_envs, args.history_length, envs.obs_shape)
+                actor_state = initial_actor_state(num_envs, args.history_length, envs.obs_shape)
                 step = envs.step(np.zeros(num_envs, np.int32))
                 episodes = EpisodeTracker(num_envs)
             else:
-                envs, segments, state, step, episodes, key = snapshot
-                state = jax.tree.map(jnp.asarray, state)
+                envs, segments, actor_state, step, episodes, key = snapshot
+                actor_state = jax.tree.map(jnp.asarray, actor_state)
             put_wait = 0.0
             for iteration in iterations:
                 start = time.time()
-                params = pending_params.pop(0) if pending_params else wait_on(queues.params.get, learner_alive)
+                params = pending_params.pop(0) if pending_params else muzero_run.wait_on(queues.params.get, learner_alive)
                 params = jax.device_put(params, device)
                 params_wait = time.time() - start
                 segments = {k: np.roll(v, -S, axis=1) for k, v in segments.items()}
                 returns, lengths, root_values, entropies = [], [], [], []
                 for t in range(span - S, span):
                     if not learner_alive():  # the learner has stopped: end within a step
-                        raise Stopped
+                        raise muzero_run.Stopped
                     key, sub = jax.random.split(key)
-                    state, action, root_value, policy, _ = act_fn(
-                        params, state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub
+                    actor_state, action, root_value, policy, _ = act_fn(
+                        params, actor_state, step.obs, step.is_first, envs.legal_actions(step.is_last), sub
                     )
                     action = np.asarray(action)
                     root_value = np.asarray(root_value)
                     policy = np.asarray(policy)
                     played = dict(obs=step.obs, reward=step.reward, is_first=step.is_first, is_last=step.is_last)
                     played.update(action=action, value=root_value, policy=policy, valid=True)
-                    played["explored"] = np.asarray(state.explored)
+                    played["explored"] = np.asarray(actor_state.explored)
                     for k, v in played.items():  # the fields of empty_segments that acting fills, by name
                         segments[k][:, t] = v
                     _, finished_returns, finished_lengths = episodes.update(step)
@@ -1118,172 +1007,66 @@ def actor_loop(
                 }
                 snapshot = None
                 if checkpoint_due(args, iteration, iterations.stop - 1):
-                    snapshot = ActorSnapshot(envs, segments, jax.device_get(state), step, episodes, key)
+                    snapshot = ActorSnapshot(envs, segments, jax.device_get(actor_state), step, episodes, key)
                     snapshot = copy.deepcopy(snapshot)
                 rollout = Rollout({k: v.copy() for k, v in segments.items()}, returns, lengths, scalars, snapshot)
                 put_start = time.time()
-                wait_on(partial(queues.rollouts.put, rollout), learner_alive)
+                muzero_run.wait_on(partial(queues.rollouts.put, rollout), learner_alive)
                 put_wait = time.time() - put_start  # reported with the next rollout
-    except Stopped:  # the learner has ended; it reports its own error
+    except muzero_run.Stopped:  # the learner has ended; it reports its own error
         pass
     except BaseException as e:  # anything, even KeyboardInterrupt or SystemExit: hand it to the learner
         try:
-            wait_on(partial(queues.rollouts.put, e), learner_alive)
-        except Stopped:
+            muzero_run.wait_on(partial(queues.rollouts.put, e), learner_alive)
+        except muzero_run.Stopped:
             pass
 
 
-def actor_alive(actor: threading.Thread) -> bool:
-    """Whether the actor thread runs; raises Interrupted once a signal has come (the learner waits on it)."""
-    check_signals()
-    return actor.is_alive()
+def start_actors(args: Args, act_fn, acting_params: list, iterations: range, keys: list, snapshots: list, learner_done):
+    """This process's actor threads (`keys`: one for each of all processes' threads), started, and their queues. Each
+    thread stops waiting on its queues once the `learner_done` event is set."""
+
+    def learner_alive():
+        return not learner_done.is_set()
+
+    queues = []
+    actors = []
+    for thread in range(args.num_actor_threads):
+        queues.append(ActorQueues(params=queue.Queue(maxsize=1), rollouts=queue.Queue(maxsize=1)))
+        given = dict(thread=thread, queues=queues[thread], pending_params=list(acting_params), learner_alive=learner_alive)
+        given.update(iterations=iterations, key=keys[args.process_id * args.num_actor_threads + thread])
+        actor = threading.Thread(target=actor_loop, args=(args, act_fn), kwargs=dict(given, snapshot=snapshots[thread]))
+        actor.daemon = True
+        actor.start()
+        actors.append(actor)
+    return queues, actors
 
 
 def collect(queues: list, actors: list) -> list:
     """One rollout from each actor thread, in thread order (the data a run sees does not depend on which thread
-    is first); an actor's error is raised here."""
+    is first); an actor's error is raised here, and Interrupted once a signal has come."""
     rollouts = []
     for thread, (actor_queues, actor) in enumerate(zip(queues, actors)):
         try:
-            rollouts.append(wait_on(actor_queues.rollouts.get, partial(actor_alive, actor)))
-        except Stopped:
+            rollouts.append(muzero_run.wait_on(actor_queues.rollouts.get, actor.is_alive, interruptible=True))
+        except muzero_run.Stopped:
             raise RuntimeError(f"actor thread {thread} ended without handing over a rollout or an error")
         if isinstance(rollouts[thread], BaseException):
             raise RuntimeError(f"actor thread {thread} failed") from rollouts[thread]
     return rollouts
 
 
-# ---------------------------------------------------------------------------------------------
-# Checkpoints: everything a run needs to continue exactly as if it had not stopped
-# ---------------------------------------------------------------------------------------------
-CHECKPOINT_FILE = "checkpoint.pkl"
-FINISHED_FILE = "finished.json"  # written when the run has ended and its model is saved: --resume refuses the run
-# flags that do not change what a run computes: a resumed run may set them differently
-RESUME_FREE_FLAGS = set(
-    "resume track wandb_project_name wandb_entity capture_video save_model log_interval checkpoint_interval "
-    "coordinator_address".split()
-)
-
-
-@dataclass
-class Progress:
-    """The learner's counters, kept in checkpoints."""
-
-    next_eval: int
-    iteration: int = 0
-    sample_credit: float = 0.0  # samples owed to the learner by the steps played so far
-    num_updates: int = 0
-    eval_summary: str = "win_rate: random=nan mcts=nan"  # the last evaluation, for the console
-    train_returns: list = field(default_factory=list)  # the last 20 training episodes' returns
-    metrics: dict = field(default_factory=dict)  # the last update's losses/*
-    wandb_id: str | None = None  # the W&B run, which a resumed run with --track continues
-
-
-class CheckpointUnpickler(pickle.Unpickler):
-    """Classes of this script are found whether it ran as a script (`__main__`) or was imported."""
-
-    def find_class(self, module, name):
-        if module in ("__main__", SCRIPT):
-            return getattr(sys.modules[__name__], name)
-        return super().find_class(module, name)
-
-
-CHECKSUM = b"sha256:"
-
-
-def write_checkpoint(file, payload: dict):
-    """A checkpoint file: the script's name on a line, the pickled payload, CHECKSUM and the pickle's sha256 in hex."""
-    data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-    file.write(f"{SCRIPT}\n".encode())
-    file.write(data)
-    file.write(CHECKSUM + hashlib.sha256(data).hexdigest().encode())
-
-
-def load_checkpoint(path: str) -> dict:
-    """A checkpoint's payload; ValueError if another script wrote it or its sha256 does not match (a changed file)."""
-    with open(path, "rb") as f:
-        written_by = f.readline()[:-1].decode(errors="replace")
-        data = f.read()
-    if written_by != SCRIPT:
-        script = f"{written_by}.py" if written_by.startswith("muzero_") else "a version before checksums or another program"
-        raise ValueError(f"the checkpoint was written by {script}, not by {SCRIPT}.py")
-    body = data[: -len(CHECKSUM) - 64]
-    if data[len(body) :] != CHECKSUM + hashlib.sha256(body).hexdigest().encode():
-        raise ValueError("its sha256 does not match its contents (truncated or changed since it was written)")
-    return CheckpointUnpickler(io.BytesIO(body)).load()
-
-
-def process_dir(run_dir: str, args: Args) -> str:
-    """Where a process writes its events and checkpoint: the run's directory for process 0, `process_{i}` in it else."""
-    return run_dir if args.process_id == 0 else os.path.join(run_dir, f"process_{args.process_id}")
-
-
-def read_checkpoint(args: Args) -> dict:
-    """This process's checkpoint of `--resume`, refused with fail() if it is missing, broken or of other flags.
-    (A checkpoint is a pickle: load only your own.)"""
-    path = os.path.join(process_dir(args.resume, args), CHECKPOINT_FILE)
-    if os.path.isfile(os.path.join(os.path.dirname(path), FINISHED_FILE)):
-        fail(f"--resume {args.resume}: the run has finished (see its {FINISHED_FILE}): there is nothing to continue")
-    if not os.path.isfile(path):
-        fail(f"--resume {args.resume}: no checkpoint there ({path}; runs write them with --checkpoint-interval N)")
-    try:
-        checkpoint = load_checkpoint(path)
-        saved = checkpoint["args"]
-    except Exception as e:
-        fail(f"--resume {args.resume}: {path} is not a whole checkpoint of {SCRIPT}.py ({type(e).__name__}: {e})")
-    given = asdict(args)
-    differ = [  # a flag that only one of them has is None in the other (a checkpoint of another version of the script)
-        f"--{k.replace('_', '-')} {saved.get(k)!r} (now {given.get(k)!r})"
-        for k in dict.fromkeys([*given, *saved])
-        if k not in RESUME_FREE_FLAGS and saved.get(k) != given.get(k)
-    ]
-    if differ:
-        fail(f"--resume {args.resume}: the checkpoint was written with other flags: {', '.join(differ)}")
-    return checkpoint
-
-
-def atomic_write(path: str, write):
-    """write(file) into a temporary file, synced, then renamed to `path`: a kill or a full disk leaves the old file whole."""
-    try:
-        with open(path + ".tmp", "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(path + ".tmp", path)
-    except BaseException as e:  # an error, Ctrl-C or SIGTERM: no temporary file left behind
-        if os.path.exists(path + ".tmp"):
-            os.remove(path + ".tmp")
-        if not isinstance(e, OSError):
-            raise
-        kept = f"the previous {path} is whole" if os.path.exists(path) else "nothing was written"
-        raise OSError(e.errno, f"{path} could not be written ({e.strerror}); {kept}") from e
-
-
-def save_checkpoint(writer, args: Args, progress: Progress, state, replays: list, acting_params, rollouts: list, step: int):
-    """Everything the run needs to continue, written atomically once every event up to now is on disk: tensorboardX's
-    flush() does not wait for its queue, close() does. The run goes on in a new events file (named to sort in step
-    order), whose writer is returned."""
-    start = time.time()
-    run_dir = writer.logdir
-    writer.close()
-    writer = SummaryWriter(run_dir, max_queue=EVENTS_QUEUE, filename_suffix=f".{progress.iteration:09d}")
-    payload = dict(
-        args=asdict(args),
-        progress=replace(progress, metrics=jax.device_get(progress.metrics)),
-        train_state=unreplicate(state),
-        replays=replays,
-        acting_params=jax.device_get(acting_params),
-        actor=[rollout.snapshot for rollout in rollouts],
-    )
-    atomic_write(os.path.join(run_dir, CHECKPOINT_FILE), partial(write_checkpoint, payload=payload))
-    writer.add_scalar("stats/checkpoint_time", time.time() - start, step)
-    if args.process_id == 0:  # (the other processes' checkpoints are in process_{i} of the run's directory)
-        print(f"checkpoint at step {step}: --resume {run_dir} continues from it", flush=True)
-    return writer
+def hand_over(queues: list, actors: list, params):
+    """Puts the parameters in every actor thread's params queue (an ended thread is skipped: collect() says why)."""
+    for actor_queues, actor in zip(queues, actors):
+        try:
+            muzero_run.wait_on(partial(actor_queues.params.put, params), actor.is_alive)
+        except muzero_run.Stopped:
+            pass
 
 
 # ---------------------------------------------------------------------------------------------
-# Evaluation and saving (loading a saved model, GIFs and search trees: muzero_tools.py)
+# Evaluation (loading a saved model and search trees: muzero_tools.py)
 # ---------------------------------------------------------------------------------------------
 class SearchPlayer:
     """The agent with its evaluation planner. It searches at every ply, the opponent's too, so that its history holds
@@ -1291,17 +1074,18 @@ class SearchPlayer:
 
     def __init__(self, act_fn, params, num_games: int, history_length: int, obs_shape, seed):
         self.act_fn, self.params = act_fn, params
-        self.state = initial_actor_state(num_games, history_length, obs_shape)
+        self.actor_state = initial_actor_state(num_games, history_length, obs_shape)
         self.key = jax.random.PRNGKey(env_seeds(seed, 1)[0])
         self.tree = None  # the last search's tree, if act_fn keeps it
 
     def __call__(self, envs, step: Step, legal, mine):
         self.key, sub = jax.random.split(self.key)
-        self.state, action, _, _, self.tree = self.act_fn(self.params, self.state, step.obs, step.is_first, legal, sub)
+        actor_state, action, _, _, self.tree = self.act_fn(self.params, self.actor_state, step.obs, step.is_first, legal, sub)
+        self.actor_state = actor_state
         return np.asarray(action)
 
     def played(self, actions):
-        self.state = self.state._replace(actions=self.state.actions.at[:, -1].set(actions))
+        self.actor_state = self.actor_state._replace(actions=self.actor_state.actions.at[:, -1].set(actions))
 
 
 class BotPlayer:
@@ -1329,7 +1113,7 @@ class Recording(NamedTuple):
     frames: list  # the observation at each step
     trees: list  # the search made at that step (mctx.Tree of this game alone, root embedding only)
     actions: list  # the action taken
-    action_names: list  # per player (0 black, 1 white), a name for each agent action: its move on the board
+    action_names: list  # a name for each agent action
 
 
 def play_games(players: tuple, board_size: int, num_games: int, record: bool = False):
@@ -1341,9 +1125,9 @@ def play_games(players: tuple, board_size: int, num_games: int, record: bool = F
     colour = np.arange(num_games) % 2
     scores, done = np.zeros(num_games), np.zeros(num_games, bool)
     names = [["(end)"] + [envs.states[0].action_to_string(p, int(a)) for a in envs.openspiel_action[p]] for p in (0, 1)]
-    recording = Recording([], [], [], names)
+    recording = Recording([], [], [], names)  # action names per player (0 black, 1 white): its moves on the board
     while not done.all():
-        check_signals()
+        muzero_run.check_signals()
         legal = envs.legal_actions(step.is_last)
         turn, moving = step.to_play == colour, ~step.is_last & ~done  # players[0] to move; games still on
         moves = np.where(turn, players[0](envs, step, legal, turn & moving), players[1](envs, step, legal, ~turn & moving))
@@ -1371,59 +1155,80 @@ def evaluate_policy(act_fn, params, args: Args, opponent: str, num_games: int, s
     return play_games((agent, BotPlayer(envs.game, simulations, (*seed, 2))), args.board_size, num_games, record)
 
 
-def evaluation_due(args: Args, progress: Progress, global_step: int, last: bool) -> bool:
-    """On process 0, once --eval-interval more steps are played since the last evaluation, and at the run's end."""
-    return args.process_id == 0 and args.eval_episodes > 0 and (global_step >= progress.next_eval or last)
-
-
-def log_evaluation(writer: SummaryWriter, eval_act_fn, params, args: Args, iteration: int, global_step: int) -> str:
-    """Plays --eval-episodes games against each opponent (seeded by the iteration), both colours equally, logs
-    charts/eval_win_rate_*, saves the first against MCTS as an annotated GIF with --capture-video; returns the result."""
+def log_evaluation(run: muzero_run.Run, eval_act_fn, params, iteration: int, global_step: int) -> str:
+    """Plays --eval-episodes episodes (seeded by the iteration), logs charts/eval_*, saves the first as an annotated
+    GIF with --capture-video; returns the result for the console."""
+    args = run.args
     params = jax.device_put(params, jax.local_devices()[args.actor_device_ids[0]])  # on the first of --actor-device-ids
     summary = "win_rate:"
     for i, opponent in enumerate(("random", "mcts")):
-        seed, record = (args.seed, 1, iteration, i), args.capture_video and opponent == "mcts"
+        seed = (args.seed, 1, iteration, i)
+        record = args.capture_video and opponent == "mcts"  # the first game against MCTS
         scores, colour, recording = evaluate_policy(eval_act_fn, params, args, opponent, args.eval_episodes, seed, record)
-        writer.add_scalar(f"charts/eval_win_rate_{opponent}", float(np.mean(scores)), global_step)
+        run.writer.add_scalar(f"charts/eval_win_rate_{opponent}", float(np.mean(scores)), global_step)
         for side, name in enumerate(("black", "white")):
             rate = float(np.mean(scores[colour == side]))
-            writer.add_scalar(f"charts/eval_win_rate_{opponent}_as_{name}", rate, global_step)
+            run.writer.add_scalar(f"charts/eval_win_rate_{opponent}_as_{name}", rate, global_step)
         if record:
-            from muzero_tools import save_gif
-
-            save_gif(recording, f"videos/{os.path.basename(writer.logdir)}/eval_{global_step}.gif")
+            muzero_run.save_gif(recording, f"videos/{os.path.basename(run.dir)}/eval_{global_step}.gif")
         summary += f" {opponent}={np.mean(scores):.2f}"
     return summary
-
-
-def save_model(path: str, args: Args, params, global_step: int):
-    """The parameters (flax bytes) and then, beside them, the script, flags, the parameters' sha256 and the environment
-    steps they were trained on (`step`) as JSON: muzero_tools.load_model reads both. The JSON is written last: a model
-    whose save failed has none."""
-    data = flax.serialization.to_bytes(params)
-    atomic_write(path, lambda f: f.write(data))
-    saved = dict(script=SCRIPT, view="mover", sha256=hashlib.sha256(data).hexdigest(), step=global_step, **asdict(args))
-    atomic_write(path + ".json", lambda f: f.write(json.dumps(saved, indent=2).encode()))
-
-
-def save_final_model(run_dir: str, args: Args, params, num_updates: int, global_step: int):
-    """save_model at the end of a run (--save-model), saying where the model is, or how the run can still give it."""
-    path = os.path.join(run_dir, f"{args.exp_name}.muzero_model")
-    if not num_updates:
-        print("no update was made: there are no trained parameters to save", flush=True)
-        return
-    try:
-        save_model(path, args, params, global_step)
-    except OSError as e:
-        has_checkpoint = os.path.isfile(os.path.join(run_dir, CHECKPOINT_FILE))
-        retry = f"--resume {run_dir} --save-model continues from its last checkpoint" if has_checkpoint else "no checkpoint"
-        raise OSError(e.errno, f"the parameters after {num_updates} updates are not saved: {e.strerror}; {retry}") from e
-    print(f"the parameters after {num_updates} updates are saved to {path}", flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
 # Learner (main thread)
 # ---------------------------------------------------------------------------------------------
+@dataclass
+class Progress:
+    """The learner's counters, kept in checkpoints."""
+
+    next_eval: int
+    iteration: int = 0
+    sample_credit: float = 0.0  # samples owed to the learner by the steps played so far
+    num_updates: int = 0
+    eval_summary: str = "(no evaluation yet)"  # the last evaluation, for the console
+    train_returns: list = field(default_factory=list)  # the last 20 training episodes' returns
+    metrics: dict = field(default_factory=dict)  # the last update's losses/*
+    wandb_id: str | None = None  # the W&B run, which a resumed run with --track continues
+
+
+CHECKPOINT_PARTS = ("progress", "train_state", "replays", "acting_params", "actor")  # beside "args"
+
+
+def new_learner(args: Args, params, optimizer, obs_shape, num_actions: int) -> dict:
+    """The CHECKPOINT_PARTS of a new run: the learner's counters and state, a replay for each of this process's actor
+    threads (seeded by the thread's index among all processes'), the actors' parameters for their first two
+    iterations, and no actor snapshot (the actors start their environments)."""
+    threads = range(args.process_id * args.num_actor_threads, (args.process_id + 1) * args.num_actor_threads)
+    capacity = args.buffer_size // global_threads(args) // args.num_steps  # segments per replay
+    return dict(
+        progress=Progress(args.eval_interval),
+        train_state=TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32)),
+        replays=[Replay(args, capacity, obs_shape, num_actions, (args.seed, thread)) for thread in threads],
+        acting_params=[params, params],
+        actor=[None] * args.num_actor_threads,
+    )
+
+
+def checkpoint_payload(run: muzero_run.Run, progress: Progress, train_state, replays: list, acting_params, rollouts: list):
+    """Everything the run needs to continue exactly as if it had not stopped (muzero_run.save_checkpoint writes it):
+    its flags and CHECKPOINT_PARTS, on the host; the actor threads' snapshots came with this iteration's rollouts."""
+    wandb_id = run.wandb.id if run.wandb else progress.wandb_id  # the W&B run a resumed run continues
+    return dict(
+        args=asdict(run.args),
+        progress=replace(progress, metrics=jax.device_get(progress.metrics), wandb_id=wandb_id),
+        train_state=unreplicate(train_state),
+        replays=replays,
+        acting_params=jax.device_get(acting_params),
+        actor=[rollout.snapshot for rollout in rollouts],
+    )
+
+
+def evaluation_due(args: Args, progress: Progress, global_step: int, last: bool) -> bool:
+    """On process 0, once --eval-interval more steps are played since the last evaluation, and at the run's end."""
+    return args.process_id == 0 and args.eval_episodes > 0 and (global_step >= progress.next_eval or last)
+
+
 def check_memory(args: Args, net, obs_shape, num_actions: int):
     """Refuses sizes whose arrays cannot fit in this machine's memory, before anything is compiled or written or an
     environment is built: each entry of `needs` is the bytes of what the flags it names size, in this process."""
@@ -1437,65 +1242,7 @@ def check_memory(args: Args, net, obs_shape, num_actions: int):
         "--num-envs/--num-simulations": args.num_envs * args.num_actor_threads * (args.num_simulations + 1) * node_bytes,
         "--eval-episodes/--eval-num-simulations": args.eval_episodes * (args.eval_num_simulations + 1) * node_bytes,
     }
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    total = sum(needs.values()) / 2**30
-    if total > memory:
-        parts = ", ".join(f"{k} ({v / 2**30:.1f} GiB)" for k, v in sorted(needs.items(), key=lambda kv: -kv[1]))
-        fail(f"the run needs about {total:.1f} GiB, mostly for {parts}; this machine has {memory:.1f} GiB")
-
-
-# tensorboardX writes events from a thread of its own, which a full disk stops: its queue holds an iteration's events,
-# so that the learner reaches log_iteration, which raises that thread's error, rather than wait on the queue forever
-EVENTS_QUEUE = 1000
-thread_errors = []  # the errors that ended a thread (threading.ExceptHookArgs), recorded by on_thread_error
-
-
-def on_thread_error(error):
-    """threading.excepthook of a run: a thread's error is printed as usual, and log_iteration raises it."""
-    thread_errors.append(error)
-    threading.__excepthook__(error)
-
-
-def open_run(args: Args, checkpoint: dict | None, steps_per_iteration: int, num_iterations: int):
-    """This process's run directory and TensorBoard writer, and the W&B run (process 0 tracks). A resumed run goes on
-    in its directory and stream: events logged after its checkpoint are dropped (purge_step)."""
-    if checkpoint is None:
-        started = int(time.time())
-        if args.num_processes > 1:  # one run name in every process: process 0's clock
-            started = int(multihost_utils.broadcast_one_to_all(np.int32(started)))
-        run_dir = process_dir(f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{started}", args)
-    else:
-        run_dir = process_dir(os.path.normpath(args.resume), args)
-    wandb_run = None
-    if args.track and args.process_id == 0:
-        import wandb
-
-        wandb_run = wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=os.path.basename(run_dir),
-            save_code=True,
-            id=checkpoint["progress"].wandb_id if checkpoint else None,  # a resumed run continues the same W&B run
-            resume="allow",
-        )
-    resumed_at = checkpoint["progress"].iteration * steps_per_iteration if checkpoint else 0  # environment steps
-    os.makedirs(run_dir, exist_ok=True)  # not by SummaryWriter, whose check-then-makedirs races with process_1's
-    thread_errors.clear()
-    threading.excepthook = on_thread_error
-    writer = SummaryWriter(run_dir, max_queue=EVENTS_QUEUE, purge_step=resumed_at + 1 if checkpoint else None)
-    if checkpoint is None:
-        rows = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-        writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{rows}")
-    print(
-        f"run: {run_dir}{f' (resumed at step {resumed_at})' if checkpoint else ''}\nwatch it: tensorboard --logdir runs\n"
-        f"compiling the acting and update functions (about a minute on a 2-core CPU); then "
-        f"{args.replay_ratio * steps_per_iteration / args.batch_size:g} updates per actor iteration of "
-        f"{steps_per_iteration} steps, {num_iterations} iterations, a progress line every {args.log_interval:g} s",
-        flush=True,
-    )
-    return run_dir, writer, wandb_run
+    muzero_run.check_memory(needs)
 
 
 class IterationTimes(NamedTuple):
@@ -1509,10 +1256,11 @@ class IterationTimes(NamedTuple):
     handed_over: float  # done (the evaluation and logging come after)
 
 
-def log_iteration(writer, progress: Progress, rollouts: list, replays: list, global_step: int, times: IterationTimes, console):
+def log_iteration(
+    run: muzero_run.Run, progress: Progress, rollouts: list, replays: list, global_step: int, times: IterationTimes, console
+):
     """The iteration's charts/, losses/ and stats/ (the docs page lists them) and, if `console`, a progress line."""
-    if thread_errors:
-        raise RuntimeError(f"thread {thread_errors[0].thread.name} stopped") from thread_errors[0].exc_value
+    muzero_run.check_threads()
     sps = int((global_step - times.run_start_step) / (time.time() - times.run_start))
     waits = {
         "learner_rollout_queue_wait": times.collected - times.collect_start,
@@ -1521,8 +1269,8 @@ def log_iteration(writer, progress: Progress, rollouts: list, replays: list, glo
     }
     for rollout in rollouts:
         for episode_return, length in zip(rollout.episode_returns, rollout.episode_lengths):
-            writer.add_scalar("charts/episodic_return", episode_return, global_step)
-            writer.add_scalar("charts/episodic_length", length, global_step)
+            run.writer.add_scalar("charts/episodic_return", episode_return, global_step)
+            run.writer.add_scalar("charts/episodic_length", length, global_step)
     scalars = {k: float(v[0]) for k, v in progress.metrics.items()}  # pmean'd: the same on every learner device
     scalars.update({f"stats/{k}": v for k, v in waits.items()})
     scalars.update({"charts/SPS": sps, "charts/num_updates": progress.num_updates})
@@ -1533,7 +1281,7 @@ def log_iteration(writer, progress: Progress, rollouts: list, replays: list, glo
         else:
             scalars.update({k + (f"_thread{t}" if t else ""): rollout.scalars[k] for t, rollout in enumerate(rollouts)})
     for k, v in scalars.items():
-        writer.add_scalar(k, v, global_step)
+        run.writer.add_scalar(k, v, global_step)
     if console:
         mean_return = np.mean(progress.train_returns) if progress.train_returns else float("nan")
         print(
@@ -1544,49 +1292,22 @@ def log_iteration(writer, progress: Progress, rollouts: list, replays: list, glo
         )
 
 
-def start_actors(args: Args, act_fn, acting_params: list, iterations: range, keys: list, snapshots: list, learner_done):
-    """This process's actor threads (`keys`: one for each of all processes' threads), started, and their queues. Each
-    thread stops waiting on its queues once the `learner_done` event is set."""
-
-    def learner_alive():
-        return not learner_done.is_set()
-
-    queues = []
-    actors = []
-    for thread in range(args.num_actor_threads):
-        queues.append(ActorQueues(params=queue.Queue(maxsize=1), rollouts=queue.Queue(maxsize=1)))
-        key = keys[args.process_id * args.num_actor_threads + thread]
-        thread_args = (args, thread, act_fn, list(acting_params), queues[thread], learner_alive, iterations, key)
-        actors.append(threading.Thread(target=actor_loop, args=(*thread_args, snapshots[thread]), daemon=True))
-        actors[-1].start()
-    return queues, actors
-
-
-def hand_over(queues: list, actors: list, params):
-    """Puts the parameters in every actor thread's params queue (an ended thread is skipped: collect() says why)."""
-    for actor_queues, actor in zip(queues, actors):
-        try:
-            wait_on(partial(actor_queues.params.put, params), actor.is_alive)
-        except Stopped:
-            pass
-
-
 def main(args: Args):
+    # 1. the flags, the hosts, the checkpoint to resume from and the run's directory
     validate_args(args)
-    join_processes(args)  # before anything touches a device
-    validate_devices(args)
-    checkpoint = read_checkpoint(args) if args.resume else None
+    muzero_run.join_processes(args)  # before anything touches a device
+    muzero_run.check_devices(args)
+    checkpoint = muzero_run.read_checkpoint(SCRIPT, args) if args.resume else None
     obs_shape, num_actions = env_shapes(args)
     net = make_network(args, num_actions)
     check_memory(args, net, obs_shape, num_actions)
     num_threads = global_threads(args)  # the actor threads of all processes
-    threads = range(args.process_id * args.num_actor_threads, (args.process_id + 1) * args.num_actor_threads)  # this one's
     steps_per_iteration = args.num_envs * args.num_steps * num_threads
     num_iterations = args.total_timesteps // steps_per_iteration
-    run_dir, writer, wandb_run = open_run(args, checkpoint, steps_per_iteration, num_iterations)
+    run = muzero_run.open_run(SCRIPT, args, checkpoint, steps_per_iteration, num_iterations)
     _, net_key, *actor_keys = jax.random.split(jax.random.PRNGKey(args.seed), 2 + num_threads)
 
-    # the agent: network, planners, update
+    # 2. the agent: network, planners, update
     params = init_params(net, args, net_key)  # the same in every process: one seed
     optimizer = make_optimizer(args)
     train_planner, test_planner = planner_configs(args)
@@ -1595,89 +1316,65 @@ def main(args: Args):
     update_fn = make_update_fn(net, args, optimizer)
     priority_fn = make_priority_fn(args)
 
-    # the learner's state, a replay for each actor thread (seeded by the thread's index), and the actors' parameters
-    # for their next two iterations (Cleanba: k acts with those of k-2) and state; from the checkpoint when resuming
-    if checkpoint is None:
-        progress = Progress(args.eval_interval)
-        state = TrainState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
-        capacity = args.buffer_size // num_threads // args.num_steps  # segments per replay
-        replays = [Replay(args, capacity, obs_shape, num_actions, (args.seed, g)) for g in threads]
-        acting_params = [params, params]
-        snapshots = [None] * args.num_actor_threads
-    else:  # (building the replays anew would allocate the whole buffer only to drop it)
-        fields = ("progress", "train_state", "replays", "acting_params", "actor")
-        progress, state, replays, acting_params, snapshots = (checkpoint[k] for k in fields)
-    progress.wandb_id = wandb_run.id if wandb_run else progress.wandb_id
-    state = replicate(state, args)
+    # 3. the learner's state, the replays and the actors' parameters and state, new or resumed; the actor threads start
+    learner = checkpoint or new_learner(args, params, optimizer, obs_shape, num_actions)  # (a resumed run builds no replay)
+    progress, train_state, replays, acting_params, snapshots = (learner[part] for part in CHECKPOINT_PARTS)
+    train_state = replicate(train_state, args)
     learner_done = threading.Event()  # set when main returns or raises: the actors then stop waiting
     iterations = range(progress.iteration + 1, num_iterations + 1)
     queues, actors = start_actors(args, act_fn, acting_params, iterations, actor_keys, snapshots, learner_done)
 
+    # 4. the learner's loop
     run_start = last_log = time.time()
     run_start_step = progress.iteration * steps_per_iteration
     try:
         for iteration in iterations:
             global_step = iteration * steps_per_iteration
-            # 1. collect: a rollout from every actor thread, into its replay
+            # 4.1 collect: a rollout from every actor thread, into its replay
             collect_start = time.time()
             rollouts = collect(queues, actors)
             collected = time.time()
             for replay, rollout in zip(replays, rollouts):
                 add_with_priorities(replay, rollout.segments, priority_fn)
                 progress.train_returns = (progress.train_returns + rollout.episode_returns)[-20:]
-            # 2. train: --replay-ratio samples per step played (the replays fill alike in every process: all update together)
+            # 4.2 train: --replay-ratio samples per step played (the replays fill alike in every process: all update together)
             if replays[0].num_trainable * num_threads >= args.learning_starts:
                 progress.sample_credit += args.replay_ratio * steps_per_iteration
                 while progress.sample_credit >= args.batch_size:
-                    check_signals()
+                    muzero_run.check_signals()
                     progress.sample_credit -= args.batch_size
                     batch, weights = sample_batch(replays, args.batch_size // args.num_processes)
-                    state, progress.metrics = update_fn(state, batch, weights)
+                    train_state, progress.metrics = update_fn(train_state, batch, weights)
                     progress.num_updates += 1
-            jax.block_until_ready(state)  # so that the timings below measure the work, not its dispatch
-            # 3. hand the parameters to the actors: their iteration + 2 acts with them
+            jax.block_until_ready(train_state)  # so that the timings below measure the work, not its dispatch
+            # 4.3 hand the parameters to the actors: their iteration + 2 acts with them
             hand_over_start = time.time()
-            params = unreplicate(state.params)
+            params = unreplicate(train_state.params)
             if iteration <= num_iterations - 2:
                 hand_over(queues, actors, params)
             acting_params = [acting_params[1], params]
             times = IterationTimes(run_start, run_start_step, collect_start, collected, hand_over_start, time.time())
-            # 4. evaluate (process 0), 5. log, 6. checkpoint (the actors sent their state with this rollout)
+            # 4.4 evaluate (process 0), 4.5 log, 4.6 checkpoint (the actors sent their state with this rollout)
             progress.iteration = iteration
             if evaluation_due(args, progress, global_step, last=iteration == num_iterations):
                 progress.next_eval += args.eval_interval
-                progress.eval_summary = log_evaluation(writer, eval_act_fn, params, args, iteration, global_step)
+                progress.eval_summary = log_evaluation(run, eval_act_fn, params, iteration, global_step)
             console = time.time() - last_log >= args.log_interval or iteration == num_iterations
             last_log = time.time() if console else last_log
-            log_iteration(writer, progress, rollouts, replays, global_step, times, console)
+            log_iteration(run, progress, rollouts, replays, global_step, times, console)
             if rollouts[0].snapshot is not None:
-                writer = save_checkpoint(writer, args, progress, state, replays, acting_params, rollouts, global_step)
-            if args.checkpoint_interval and (rollouts[0].snapshot is not None or iteration == num_iterations):
-                os.makedirs(os.path.join(run_dir, "models"), exist_ok=True)  # checkpoints and the end: a tournament
-                save_model(os.path.join(run_dir, "models", f"step_{global_step}.muzero_model"), args, params, global_step)
+                payload = checkpoint_payload(run, progress, train_state, replays, acting_params, rollouts)
+                muzero_run.save_checkpoint(run, payload, iteration, global_step)
     finally:  # threads joined first (no thread inside XLA at exit); with --save-model nothing trained is lost
         learner_done.set()
         for actor in actors:
             actor.join()
-        try:
-            if args.save_model:  # every process its own copy: a host's run directory is complete
-                steps_played = progress.iteration * steps_per_iteration  # in the whole iterations the learner finished
-                save_final_model(run_dir, args, unreplicate(state.params), progress.num_updates, steps_played)
-        finally:
-            writer.close()
-    finished = dict(step=num_iterations * steps_per_iteration, updates=progress.num_updates)  # the run ended, its model saved
-    atomic_write(os.path.join(run_dir, FINISHED_FILE), lambda f: f.write(json.dumps(finished).encode()))
-    if wandb_run:
-        wandb_run.finish()
-    if args.num_processes > 1:  # every process through the shutdown barrier here, its work done, not at interpreter exit
-        jax.distributed.shutdown()  # (process 0 hosts the coordination service the others report to)
-    return unreplicate(state)
+        steps_played = progress.iteration * steps_per_iteration  # in the whole iterations the learner finished
+        muzero_run.close_run(run, partial(unreplicate, train_state.params), progress.num_updates, steps_played)
+    steps = num_iterations * steps_per_iteration
+    muzero_run.finish_run(run, partial(unreplicate, train_state.params), steps, progress.num_updates)
+    return unreplicate(train_state)
 
 
 if __name__ == "__main__":
-    for signum in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, and `timeout` or a job scheduler
-        signal.signal(signum, on_signal)
-    try:
-        main(tyro.cli(Args))
-    except Interrupted as e:  # the parameters are saved (--save-model): exit 130 after Ctrl-C, 143 after SIGTERM
-        sys.exit(128 + e.signum)
+    muzero_run.cli(main, Args)

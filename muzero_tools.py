@@ -63,6 +63,9 @@ import scipy.special
 import tyro
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+import muzero_run
+from muzero_run import FRAME_SIZE, PANEL_WIDTH, action_names_at, annotation_lines, save_gif, search_numbers  # noqa: F401
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
@@ -80,12 +83,8 @@ def fail(message: str, error: type = BadInput):
 
 
 def check_folder(name: str, path: str):
-    """Refuses a folder to write in that is a file, or that this process cannot create or write in."""
-    folder = os.path.abspath(path)
-    while not os.path.exists(folder):  # the nearest existing folder is where it would be created
-        folder = os.path.dirname(folder)
-    if not (os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)):
-        fail(f"{name}: {folder} is not a folder this process can write in")
+    """Refuses (BadInput) a folder to write in that is a file, or that this process cannot create or write in."""
+    muzero_run.check_folder(name, path, BadInput)
 
 
 def check_seed(seed: int, flag: str = "--seed"):
@@ -424,7 +423,8 @@ def require(module: str, extra: str):
 
 
 RENAMED_FLAGS = {"eval_games": "eval_episodes"}  # Breakthrough's --eval-episodes before it took the base's name
-REMOVED_FLAGS = ("anneal_lr", "weight_decay", "explored_priority")  # flags the scripts no longer have: training, not play
+# flags the scripts no longer have: training, not play
+REMOVED_FLAGS = ("anneal_lr", "weight_decay", "explored_priority", "importance_exponent_final", "rewarding_share")
 
 
 def current_flag_names(flags: dict) -> dict:
@@ -451,7 +451,9 @@ def load_model(model_path: str, flag: str = "--model"):
         "reanalyze_ratio": "muzero_minatar_reanalyze",
     }
     name = saved.pop("script", None) or next((name for flag, name in flags_of.items() if flag in saved), "muzero_minatar")
-    if name == "muzero_breakthrough" and saved.pop("view", None) != "mover":  # models saved before the mover's view
+    view = saved.pop("view", None)  # "mover" in Breakthrough models of format 1 that see the board as their mover
+    model_format = saved.pop("format", 1)  # muzero_run.MODEL_FORMAT; models saved before it have none
+    if name == "muzero_breakthrough" and view != "mover" and model_format < 2:  # models saved before the mover's view
         view = "a Breakthrough model of OpenSpiel's view, where white saw the board as black does"
         fail(f"{flag} {model_path}: {view}: load it at the commit that saved it")
     for removed in REMOVED_FLAGS:
@@ -509,22 +511,6 @@ def record_episode(script, args, net, params, seed: int, opponent: str, num_simu
     return play(script, args, net, params, 1, seed, opponent, num_simulations, record=True)[2]
 
 
-def search_numbers(tree, action: int) -> dict:
-    """The numbers of one search at its root (the tree of one game): the action taken, v* (the root value after
-    the search) and, per action, the prior p the search started from (after the legal mask and any root
-    noise), the predicted reward r, the visit count N and Q = r + discount * value of the child (0 if not
-    visited)."""
-    summary = tree.summary()
-    return {
-        "action": action,
-        "value": float(summary.value[0]),
-        "prior": np.asarray(jax.nn.softmax(tree.children_prior_logits[0, 0])),
-        "reward": np.asarray(tree.children_rewards[0, 0]),
-        "visits": np.asarray(summary.visit_counts[0]).astype(int),
-        "q": np.asarray(summary.qvalues[0]),
-    }
-
-
 def first_steps(recording, steps: int):
     """A Recording cut to its first `steps` steps (0: the whole episode)."""
     if not steps:
@@ -532,15 +518,6 @@ def first_steps(recording, steps: int):
     return recording._replace(
         **{name: getattr(recording, name)[:steps] for name in recording._fields if name != "action_names"}
     )
-
-
-def action_names_at(recording, step: int, depth: int = 0) -> list:
-    """The name of each agent action played `depth` plies below the position of `step` (0: the action taken
-    there). Breakthrough's agent sees the board as its mover does, so it names its actions per player: in its
-    recorded game, black moves at the even steps, and below a position the players alternate."""
-    if not isinstance(recording.action_names[0], list):
-        return recording.action_names
-    return recording.action_names[(step + depth) % 2]
 
 
 def episode_table(recording) -> pd.DataFrame:
@@ -563,65 +540,6 @@ def episode_table(recording) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
-
-
-def annotation_lines(numbers: dict, step: int, action_names: list, rows: int = 6) -> list[str]:
-    """The text beside an annotated frame: the step, the action taken with its predicted reward, v*, then the
-    `rows` actions with the most visits (legal ones only) with p, N and Q."""
-    a = numbers["action"]
-    lines = [
-        f"step {step}  action {action_names[a]}",
-        f"v* {numbers['value']:+.3f}  r {numbers['reward'][a]:+.3f}",
-        f"{'action':8}{'p':>5}{'N':>4}{'Q':>7}",
-    ]
-    for b in np.lexsort((-numbers["prior"], -numbers["visits"]))[:rows]:
-        if numbers["prior"][b] > 0:
-            lines.append(f"{action_names[b][:8]:8}{numbers['prior'][b]:5.2f}{numbers['visits'][b]:4d}{numbers['q'][b]:+7.3f}")
-    return lines
-
-
-FRAME_SIZE = 320  # pixels a side of an annotated frame (a board of 5 squares: 64 pixels a square)
-PANEL_WIDTH = 280  # pixels of the annotation panel beside it
-FONT_SIZE = 15
-
-
-def frame_image(frame: np.ndarray):
-    """An observation as a FRAME_SIZE x FRAME_SIZE RGB image: pixels (1 grey or 3 colour channels, Atari) as they
-    are, 0/1 planes (MinAtar; Breakthrough's black and white pieces) in one colour each, as minatar's display draws
-    them."""
-    from PIL import Image
-
-    if frame.shape[-1] in (1, 3):
-        image = Image.fromarray(frame[..., 0] if frame.shape[-1] == 1 else frame).convert("RGB")
-    else:
-        c = frame.shape[-1]
-        palette = np.vstack([[0, 0, 0], np.asarray(matplotlib.colormaps["cubehelix"](np.linspace(0.2, 0.9, c)))[:, :3]])
-        index = np.max(frame * (np.arange(c) + 1), axis=-1).astype(int)
-        image = Image.fromarray((palette[index] * 255).astype(np.uint8))
-    return image.resize((FRAME_SIZE, FRAME_SIZE), Image.NEAREST)
-
-
-def save_gif(recording, path: str, annotate: bool = True):
-    """A script's Recording (evaluate_policy) as an animated GIF: each observation (frame_image) and, if `annotate`,
-    a panel beside it with the search's numbers at that step (annotation_lines)."""
-    from PIL import Image, ImageDraw, ImageFont
-
-    try:  # a monospaced font keeps the columns of p, N and Q aligned
-        font = ImageFont.truetype("DejaVuSansMono.ttf", FONT_SIZE)
-    except OSError:
-        font = ImageFont.load_default(size=FONT_SIZE)
-    images = []
-    for t, (f, tree, a) in enumerate(zip(recording.frames, recording.trees, recording.actions)):
-        image = frame_image(f)
-        if annotate:
-            panel = Image.new("RGB", (FRAME_SIZE + PANEL_WIDTH, FRAME_SIZE), "white")
-            panel.paste(image)
-            lines = annotation_lines(search_numbers(tree, a), t, action_names_at(recording, t))
-            ImageDraw.Draw(panel).multiline_text((FRAME_SIZE + 8, 8), "\n".join(lines), fill="black", font=font, spacing=5)
-            image = panel
-        images.append(image)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    images[0].save(path, save_all=True, append_images=images[1:], duration=400 if annotate else 50, loop=0)
 
 
 def tree_nodes(tree) -> list[dict]:

@@ -422,12 +422,13 @@ def checkpoint_cost(iterations: int, out: str, meta: dict):
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import muzero_minatar as m
+    import muzero_run
 
     args = m.Args()
     steps = args.num_envs * args.num_steps
     run_args = m.Args(total_timesteps=(iterations + 1) * steps, checkpoint_interval=steps, eval_episodes=0, log_interval=1e9)
     with short_run(m, run_args) as run_dir:
-        size = os.path.getsize(os.path.join(run_dir, m.CHECKPOINT_FILE))
+        size = os.path.getsize(os.path.join(run_dir, muzero_run.CHECKPOINT_FILE))
         events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
         events.Reload()
         times = [e.value for e in events.Scalars("stats/checkpoint_time")]

@@ -200,29 +200,6 @@ def test_a_cut_game_bootstraps_from_its_last_value_and_an_ended_one_from_zero(cu
     assert priority == pytest.approx(abs(12 - (2 + 0.25 * v4)))
 
 
-@pytest.mark.parametrize("share", [0.0, 0.25])
-def test_a_rewarding_share_of_the_batch_comes_from_positions_whose_next_step_rewards(share):
-    L, S = 2, 4
-    args = small_args(history_length=L, num_steps=S, sampling="proportional", rewarding_share=share, importance_exponent=1.0)
-    replay = ma.Replay(args, 8, (2, 2, 1), 4, seed=0)
-    segs = ma.empty_segments(8, replay.window - 1 + S, (2, 2, 1), 4)
-    segs["valid"][:] = True
-    segs["is_first"][:] = False
-    segs["action"][:] = np.arange(segs["action"].shape[1])[None]  # a window's first action is its position
-    segs["reward"][0, L + 2] = 1.0  # position 1 of segment 0 rewards at its next step
-    segs["reward"][5, L + 1], segs["is_last"][5, L] = 1.0, True  # position 0 of segment 5 ends its game: not rewarding
-    replay.add(segs, np.ones((8, S), np.float32))
-    batch, w = replay.sample(64_000)
-    hot = (batch["reward"][:, L + 1] != 0) & ~batch["is_last"][:, L]
-    assert batch["action"][hot, 0].tolist() == [1] * hot.sum()
-    p_hot = (1 - share) / 32 + share  # P(i) of the mixture: uniform over the 32 positions, plus the share
-    assert np.mean(hot) == pytest.approx(p_hot, abs=0.01)
-    assert hot[len(hot) - round(share * len(hot)) :].all()  # the share is drawn last
-    # 1 / (N P(i)) over the largest, the one of the positions drawn least (the non-rewarding ones)
-    np.testing.assert_allclose(w[hot], (1 / (32 * p_hot)) / (1 / (1 - share)), rtol=1e-5)
-    np.testing.assert_allclose(w[~hot], 1.0, rtol=1e-5)
-
-
 def test_environment_streams_are_fixed_by_the_seed_and_differ_between_seeds():
     args = small_args()
 

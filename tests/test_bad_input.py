@@ -12,6 +12,7 @@ import muzero_atari_multigpu as ma
 import muzero_breakthrough as bt
 import muzero_minatar as m
 import muzero_minatar_reanalyze as r
+import muzero_run
 import muzero_tools as tools
 from test_runs import assert_refused
 from test_tools import small_agent
@@ -20,16 +21,14 @@ from test_tools import small_agent
 def finished_run(cwd):
     """A run directory whose run has finished."""
     os.makedirs(cwd / "runs" / "done")
-    (cwd / "runs" / "done" / m.FINISHED_FILE).write_text('{"step": 1024, "updates": 4}')
+    (cwd / "runs" / "done" / muzero_run.FINISHED_FILE).write_text('{"step": 1024, "updates": 4}')
 
 
 def other_scripts_checkpoint(cwd):
     """A checkpoint of the reanalyze script, with this script's default flags."""
     os.makedirs(cwd / "runs" / "other")
-    import muzero_minatar_reanalyze as r
-
-    with open(cwd / "runs" / "other" / m.CHECKPOINT_FILE, "wb") as f:
-        r.write_checkpoint(f, dict(args=dict(vars(m.Args(resume="runs/other")))))
+    with open(cwd / "runs" / "other" / muzero_run.CHECKPOINT_FILE, "wb") as f:
+        muzero_run.write_checkpoint(f, r.SCRIPT, dict(args=dict(vars(m.Args(resume="runs/other")))))
 
 
 def runs_is_a_file(cwd):
@@ -113,7 +112,7 @@ def saved_model(truncate: bool = False, flip: bool = False, script=m, drop: tupl
 
     def setup(cwd):
         args, _, params = small_agent(script)
-        script.save_model(str(cwd / "m.muzero_model"), args, params, 0)
+        muzero_run.save_model(str(cwd / "m.muzero_model"), script.SCRIPT, args, params, 0)
         saved = json.loads((cwd / "m.muzero_model.json").read_text())
         saved = {key: value for key, value in saved.items() if key not in drop}
         (cwd / "m.muzero_model.json").write_text(json.dumps({**saved, **flags}))
@@ -160,7 +159,7 @@ TOOL_CASES = [  # (tool, flags, what the message must name, what is on disk or m
     ("episode", "--model m.muzero_model", "not a whole model of muzero_minatar.py", saved_model(truncate=True)),
     ("episode", "--model m.muzero_model", "not a whole model of muzero_minatar.py", saved_model(channels=2)),
     ("episode", "--model m.muzero_model", "muzero_minatar.py has no flags board_size", saved_model(board_size=5)),
-    ("match", "--model m.muzero_model", "a Breakthrough model of OpenSpiel's view", saved_model(script=bt, drop=("view",))),
+    ("match", "--model m.muzero_model", "a Breakthrough model of OpenSpiel's view", saved_model(script=bt, drop=("format",))),
     ("ladder", "--run-dirs runs/x", "pip install -e '.[tools]'", no_statsmodels),  # (after the whole tournament)
     ("tree", "--model m.muzero_model", "pip install -e '.[tools]'", no_graphviz),
 ]

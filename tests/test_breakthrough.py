@@ -2,6 +2,7 @@
 
 import glob
 import os
+import signal
 import subprocess
 import sys
 
@@ -15,7 +16,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import muzero_breakthrough as bt
 import muzero_tools as tools
-from test_runs import scalars
+from test_runs import resume_to_the_end, scalars, stop
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 
@@ -121,7 +122,9 @@ def search(embedding, legal_moves, planner, gamma=1.0, batch=4):
     legal = jnp.zeros((batch, 4), bool).at[:, legal_moves].set(True)
     cfg = bt.planner_configs(bt.Args(planner=planner, eval_num_simulations=64))[1]
     recurrent_fn = bt.make_recurrent_fn(TwoPlayerModel(), gamma)
-    out = jax.jit(lambda root, legal: bt.run_search(cfg, None, jax.random.PRNGKey(0), root, recurrent_fn, legal))(root, legal)
+    out = jax.jit(lambda root, legal: cfg(None, jax.random.PRNGKey(0), root, recurrent_fn, invalid_actions=~legal))(
+        root, legal
+    )
     return np.asarray(out.action), np.asarray(out.search_tree.qvalues(jnp.zeros(batch, jnp.int32)))
 
 
@@ -219,7 +222,7 @@ def test_a_random_move_cuts_the_returns_that_reach_it_and_they_bootstrap_from_th
 def test_a_random_moves_position_is_stored_with_priority_zero():
     args = bt.Args(history_length=2, unroll_steps=1, td_steps=2, num_steps=4)
     replay = bt.Replay(args, 2, (2, 2, 1), 4, 0)
-    span = replay.window - 1 + args.num_steps  # L + S + K + N steps, trainable positions c = L .. L+S-1
+    span = replay.window_length - 1 + args.num_steps  # L + S + K + N steps, trainable positions c = L .. L+S-1
     w = window([1] + [0] * (span - 1), [0] * span, [0] * span, explored=[0, 0, 0, 1, 0, 0, 0, 0, 0])
     segments = {k: np.asarray(v)[None] for k, v in w.items()}  # one segment
     bt.add_with_priorities(replay, segments, bt.make_priority_fn(args))
@@ -373,3 +376,20 @@ def test_self_play_smoke_run_writes_events_checkpoint_models_and_a_playable_mode
     )
     with open(out / "win_rates.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_run_killed_after_a_checkpoint_and_resumed_ends_as_the_uninterrupted_run(smoke_run, tmp_path):
+    """kill -9 once the checkpoint at step 512 is written, then --resume: every logged value, the final parameters and
+    the checkpoint models are those of the uninterrupted run, bit for bit."""
+    run_dir, stopped_at = stop(tmp_path, signal.SIGKILL, SMALL_RUN, 2, bt)
+    resume_to_the_end(tmp_path, run_dir, SMALL_RUN, stopped_at, bt)
+    tags = ("losses/", "charts/", "stats/replay_size")
+    assert scalars(run_dir, tags).keys() == scalars(smoke_run, tags).keys()
+    for tag, values in scalars(smoke_run, tags).items():
+        if tag != "charts/SPS":  # (a rate of the wall clock)
+            assert scalars(run_dir, tags)[tag] == values, tag
+    models = sorted(glob.glob("*.muzero_model", root_dir=smoke_run) + glob.glob("models/*.muzero_model", root_dir=smoke_run))
+    assert models == ["models/step_1024.muzero_model", "models/step_512.muzero_model", "muzero_breakthrough.muzero_model"]
+    for model in models:
+        with open(os.path.join(run_dir, model), "rb") as resumed, open(os.path.join(smoke_run, model), "rb") as whole:
+            assert resumed.read() == whole.read(), model

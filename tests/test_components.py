@@ -202,13 +202,13 @@ def test_planner_chooses_the_rewarding_action(planner):
     train_cfg, test_cfg = m.planner_configs(m.Args(planner=planner))
     root, recurrent_fn = rewarding_model()
     legal = jnp.ones((8, 4), bool).at[:, 0].set(False)
-    out = m.run_search(test_cfg, None, jax.random.PRNGKey(0), root, recurrent_fn, legal)
+    out = test_cfg(None, jax.random.PRNGKey(0), root, recurrent_fn, invalid_actions=~legal)
     np.testing.assert_array_equal(out.action, 2)
     np.testing.assert_array_equal(jnp.argmax(out.action_weights, -1), 2)
-    out = m.run_search(train_cfg, None, jax.random.PRNGKey(0), root, recurrent_fn, legal)
+    out = train_cfg(None, jax.random.PRNGKey(0), root, recurrent_fn, invalid_actions=~legal)
     assert float(jnp.mean(out.action_weights[:, 2])) > 0.5
     # the root mask wins over the reward: an illegal action is never chosen nor targeted
-    out = m.run_search(test_cfg, None, jax.random.PRNGKey(0), root, recurrent_fn, legal.at[:, 2].set(False))
+    out = test_cfg(None, jax.random.PRNGKey(0), root, recurrent_fn, invalid_actions=~legal.at[:, 2].set(False))
     assert not np.any(np.asarray(out.action) == 2)
     np.testing.assert_array_equal(out.action_weights[:, 2], 0.0)
 

@@ -21,8 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     "variant, bound",
     [
         ("muzero_minatar_reanalyze", 250),  # the diff holds reanalyze and nothing else
-        ("muzero_breakthrough", 300),  # two players, and the random moves that cut the returns
-        ("muzero_atari_multigpu", 320),  # Atari, and the references' support, Q floor and undivided move
+        ("muzero_breakthrough", 280),  # two players, and the random moves that cut the returns
+        ("muzero_atari_multigpu", 280),  # Atari, and the references' support, Q floor and undivided move
     ],
 )
 def test_docs_show_the_current_filediff(variant, bound):

@@ -36,14 +36,14 @@ def played():
     rollouts = queue.Queue()
     r.actor_loop(
         args,
-        0,
         r.make_act_fn(net, train, args.gamma),
-        [params],
-        r.ActorQueues(params=queue.Queue(), rollouts=rollouts),
-        lambda: True,
-        range(1, 2),
-        jax.random.PRNGKey(2),
-        None,
+        thread=0,
+        queues=r.ActorQueues(params=queue.Queue(), rollouts=rollouts),
+        pending_params=[params],
+        learner_alive=lambda: True,
+        iterations=range(1, 2),
+        key=jax.random.PRNGKey(2),
+        snapshot=None,
     )
     rollout = rollouts.get_nowait()
     assert not isinstance(rollout, BaseException), rollout
@@ -161,7 +161,7 @@ def synthetic_batch(args, seed=0):
     segs["made_at"][:] = rng.integers(0, 40, (4, 1))
     replay = r.Replay(dataclasses.replace(args, sampling="uniform"), 4, (10, 10, 4), 4, seed=seed)
     replay.add(segs, np.ones((4, S), np.float32))
-    batch, weights = r.sample_batch([replay], args.batch_size, 0.0)
+    batch, weights = r.sample_batch([replay], args.batch_size)
     return replay, batch, weights
 
 
@@ -243,7 +243,7 @@ def test_fresh_policies_search_the_first_samples_again_in_one_batch(played):
     c .. c+K of the first round(ratio x B) samples; with other parameters it differs there, and only there."""
     args, _, _, params, replay, reanalyze_fn = played
     args = dataclasses.replace(args, reanalyze_mode="sample", reanalyze_ratio=0.5)
-    batch = jax.tree.map(jnp.asarray, replay.sample(8, 0.0)[0])  # as the update receives it
+    batch = jax.tree.map(jnp.asarray, replay.sample(8)[0])  # as the update receives it
     c, K = args.history_length, args.unroll_steps
     same = r.fresh_policies(reanalyze_fn, params, batch, jax.random.PRNGKey(5), args)
     played_steps = batch["valid"][:4, c : c + K + 1]

@@ -11,12 +11,14 @@ import socket
 import subprocess
 import sys
 import time
+import types
 
 import jax
 import pytest
 import tyro
 
 import muzero_minatar as m
+import muzero_run
 from test_runs import CHECKPOINTED, ENV, SMALL_RUN, checkpoint_iteration, run
 
 
@@ -46,10 +48,10 @@ def test_a_full_disk_keeps_the_last_checkpoint_whole_and_says_where_it_is(tmp_pa
 
     def open_(path, mode="r", *a, **k):
         f = open(path, mode, *a, **k)
-        full = "w" in mode and glob.glob(str(tmp_path / "runs" / "*" / m.CHECKPOINT_FILE))
+        full = "w" in mode and glob.glob(str(tmp_path / "runs" / "*" / muzero_run.CHECKPOINT_FILE))
         return FullDisk(f) if full else f
 
-    monkeypatch.setattr(m, "open", open_, raising=False)  # the script's own writes: checkpoint, model, its flags
+    monkeypatch.setattr(muzero_run, "open", open_, raising=False)  # the script's own writes: checkpoint, model, its flags
     monkeypatch.chdir(tmp_path)
     with pytest.raises(OSError) as info:
         m.main(tyro.cli(m.Args, args=CHECKPOINTED))
@@ -64,10 +66,12 @@ def test_a_full_disk_keeps_the_last_checkpoint_whole_and_says_where_it_is(tmp_pa
     assert any(checkpoint_error in e for e in errors), errors
     assert f"checkpoint at step 256: --resume {run_dir} continues from it" in capsys.readouterr().out.splitlines()
     assert sorted(os.listdir(run_dir)) == ["checkpoint.pkl"] + sorted(f for f in os.listdir(run_dir) if "events" in f)
-    monkeypatch.setattr(m, "open", open)
+    monkeypatch.setattr(muzero_run, "open", open)
     assert checkpoint_iteration(os.path.join(run_dir, "checkpoint.pkl")) == 1
     args = tyro.cli(m.Args, args=[*CHECKPOINTED, "--resume", run_dir])
-    assert m.read_checkpoint(args)["progress"].num_updates == 0  # learning starts at 256 steps: no update before
+    assert (
+        muzero_run.read_checkpoint(m.SCRIPT, args)["progress"].num_updates == 0
+    )  # learning starts at 256 steps: no update before
     assert not os.path.exists(model)
 
 
@@ -75,11 +79,11 @@ def test_a_model_saved_on_a_full_disk_leaves_the_previous_model_whole(tmp_path, 
     args = tyro.cli(m.Args, args=SMALL_RUN)
     params = m.init_params(m.make_network(args, 4), args, jax.random.PRNGKey(0))
     path = str(tmp_path / "muzero_minatar.muzero_model")
-    m.save_model(path, args, params, 0)
+    muzero_run.save_model(path, m.SCRIPT, args, params, 0)
     before = {name: open(tmp_path / name, "rb").read() for name in os.listdir(tmp_path)}
-    monkeypatch.setattr(m, "open", lambda *a, **k: FullDisk(open(*a, **k)), raising=False)
+    monkeypatch.setattr(muzero_run, "open", lambda *a, **k: FullDisk(open(*a, **k)), raising=False)
     with pytest.raises(OSError, match="the previous .* is whole"):
-        m.save_model(path, dataclasses.replace(args, seed=4), jax.tree.map(lambda x: x + 1, params), 0)
+        muzero_run.save_model(path, m.SCRIPT, dataclasses.replace(args, seed=4), jax.tree.map(lambda x: x + 1, params), 0)
     assert {name: open(tmp_path / name, "rb").read() for name in os.listdir(tmp_path)} == before  # no .tmp either
 
 
@@ -92,7 +96,7 @@ def test_a_full_disk_at_the_final_save_leaves_the_run_resumable_and_no_json_alon
         f = open(path, mode, *a, **k)
         return FullDisk(f) if "w" in mode and "muzero_model" in str(path) else f
 
-    monkeypatch.setattr(m, "open", open_, raising=False)
+    monkeypatch.setattr(muzero_run, "open", open_, raising=False)
     monkeypatch.chdir(tmp_path)
     flags = CHECKPOINTED if checkpoints else [*SMALL_RUN, "--save-model"]
     with pytest.raises(OSError) as info:
@@ -103,9 +107,9 @@ def test_a_full_disk_at_the_final_save_leaves_the_run_resumable_and_no_json_alon
     assert str(info.value).startswith("[Errno 28] the parameters after 80 updates are not saved: ")
     assert str(info.value).endswith(retry)
     if checkpoints:  # the run is taken up again: not finished
-        monkeypatch.setattr(m, "open", open)
+        monkeypatch.setattr(muzero_run, "open", open)
         args = tyro.cli(m.Args, args=[*CHECKPOINTED, "--resume", run_dir])
-        assert m.read_checkpoint(args)["progress"].iteration == 5
+        assert muzero_run.read_checkpoint(m.SCRIPT, args)["progress"].iteration == 5
 
 
 def test_a_model_json_is_written_after_the_parameters_with_their_sha256(tmp_path, monkeypatch):
@@ -113,14 +117,14 @@ def test_a_model_json_is_written_after_the_parameters_with_their_sha256(tmp_path
     params = m.init_params(m.make_network(args, 4), args, jax.random.PRNGKey(0))
     path = str(tmp_path / "muzero_minatar.muzero_model")
     written = []
-    real_atomic_write = m.atomic_write
+    real_atomic_write = muzero_run.atomic_write
 
     def atomic_write(target, write):
         written.append(os.path.basename(target))
         real_atomic_write(target, write)
 
-    monkeypatch.setattr(m, "atomic_write", atomic_write)
-    m.save_model(path, args, params, 0)
+    monkeypatch.setattr(muzero_run, "atomic_write", atomic_write)
+    muzero_run.save_model(path, m.SCRIPT, args, params, 0)
     assert written == ["muzero_minatar.muzero_model", "muzero_minatar.muzero_model.json"]  # the json last
     saved = json.load(open(path + ".json"))
     assert saved["sha256"] == hashlib.sha256(open(path, "rb").read()).hexdigest()
@@ -129,10 +133,11 @@ def test_a_model_json_is_written_after_the_parameters_with_their_sha256(tmp_path
 def test_a_run_stopped_before_its_first_update_says_there_is_nothing_to_save(tmp_path, capsys):
     args = tyro.cli(m.Args, args=[*SMALL_RUN, "--save-model"])
     params = m.init_params(m.make_network(args, 4), args, jax.random.PRNGKey(0))
-    m.save_final_model(str(tmp_path), args, params, num_updates=0, global_step=0)
+    run = muzero_run.Run(m.SCRIPT, args, str(tmp_path), writer=types.SimpleNamespace(close=lambda: None))
+    muzero_run.close_run(run, lambda: params, num_updates=0, steps_played=0)
     assert capsys.readouterr().out == "no update was made: there are no trained parameters to save\n"
     assert os.listdir(tmp_path) == []
-    m.save_final_model(str(tmp_path), args, params, num_updates=3, global_step=96)
+    muzero_run.close_run(run, lambda: params, num_updates=3, steps_played=96)
     assert sorted(os.listdir(tmp_path)) == ["muzero_minatar.muzero_model", "muzero_minatar.muzero_model.json"]
     assert json.load(open(tmp_path / "muzero_minatar.muzero_model.json"))["step"] == 96
 
@@ -220,7 +225,7 @@ def test_steps_per_second_after_a_resume_count_the_steps_since_it():
     rollout = m.Rollout(None, [], [], {"stats/actor_params_queue_wait": 0.0}, None)
     now = time.time()  # resumed at step 1024 ten seconds ago, now at step 1280
     times = m.IterationTimes(now - 10, 1024, now, now, now, now)
-    m.log_iteration(Writer(), m.Progress(0), [rollout], [], 1280, times, console=False)
+    m.log_iteration(muzero_run.Run(m.SCRIPT, None, "", Writer()), m.Progress(0), [rollout], [], 1280, times, console=False)
     assert 24 <= logged["charts/SPS"] <= 25.6  # 256 steps in 10 s, not 1280
 
 

@@ -23,6 +23,7 @@ import muzero_minatar as m
 import muzero_breakthrough as bt
 import muzero_minatar_reanalyze as r
 import muzero_atari_multigpu as ma
+import muzero_run
 import muzero_tools as tools
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "muzero_minatar.py")
@@ -119,6 +120,19 @@ def test_help_documents_every_flag(monkeypatch, capsys, module):
         assert " ".join(docs[field.name].split())[:40] in help_text, field.name
 
 
+def test_no_script_imports_the_tools_and_the_run_module_imports_no_script():
+    """The scripts import muzero_run.py (what a run needs that is not MuZero) and never muzero_tools.py, which imports
+    them: no circle of imports, and a training run does not load the tools' plotting libraries."""
+    scripts = ["muzero_minatar", "muzero_minatar_reanalyze", "muzero_breakthrough", "muzero_atari_multigpu"]
+    for name in [*scripts, "muzero_run"]:
+        with open(os.path.join(os.path.dirname(m.__file__), f"{name}.py")) as f:
+            tree = ast.parse(f.read())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert "muzero_tools" not in imported, name
+        assert ("muzero_run" in imported) == (name != "muzero_run") and not imported & set(scripts), (name, imported)
+
+
 def assert_refused(module, flags, named, cwd, monkeypatch, capsys, runs_dir_allowed=False):
     """`python script.py *flags` in this process (no second jax start-up), in `cwd`, must stop at once: exit
     status 2, a message naming the flag `named`, no traceback, no `runs/` (unless one was there before: the
@@ -129,7 +143,7 @@ def assert_refused(module, flags, named, cwd, monkeypatch, capsys, runs_dir_allo
     def started(*a, **k):
         raise AssertionError(f"{flags} were accepted: the run started")
 
-    monkeypatch.setattr(module, "SummaryWriter", started)
+    monkeypatch.setattr(muzero_run, "SummaryWriter", started)
     with pytest.raises(SystemExit) as exit_:
         module.main(tyro.cli(module.Args))
     stderr = capsys.readouterr().err
@@ -344,7 +358,7 @@ CHECKPOINTED = [*SMALL_RUN, "--save-model", "--checkpoint-interval", "256"]  # a
 
 def checkpoint_iteration(path, script=m):
     try:
-        return script.load_checkpoint(path)["progress"].iteration
+        return muzero_run.load_checkpoint(path, script.SCRIPT)["progress"].iteration
     except (OSError, ValueError):  # not there yet, or being written
         return 0
 
@@ -424,7 +438,7 @@ def test_a_run_stopped_by_sigkill_ctrl_c_and_sigterm_and_resumed_ends_as_the_uni
     reference_params = tools.load_model(glob.glob(os.path.join(reference, "*.muzero_model"))[0])[3]
     for a, b in zip(jax_leaves(params), jax_leaves(reference_params)):
         np.testing.assert_array_equal(a, b)  # bit for bit
-    with open(os.path.join(run_dir, m.FINISHED_FILE)) as f:
+    with open(os.path.join(run_dir, muzero_run.FINISHED_FILE)) as f:
         assert json.load(f) == {"step": 1536, "updates": 80}
     # the events files (one more after each checkpoint, several in one second) sort by name in step order
     files = sorted(glob.glob(os.path.join(run_dir, "events.out.tfevents.*")))
@@ -433,9 +447,9 @@ def test_a_run_stopped_by_sigkill_ctrl_c_and_sigterm_and_resumed_ends_as_the_uni
     assert files[-1].endswith(".000000005") and first_steps == sorted(first_steps), (files, first_steps)
 
 
-SAMPLE_MODE = (  # reanalysis at sampling time with every part on: new policies, target-network values, age, annealing
+SAMPLE_MODE = (  # reanalysis at sampling time with every part on: new policies, target-network values, age, weights
     "--reanalyze-mode sample --reanalyze-ratio 0.5 --value-bootstrap target_network --td-age-updates 20 "
-    "--importance-exponent 0.4 --importance-exponent-final 1"
+    "--importance-exponent 0.4"
 ).split()
 
 
@@ -452,7 +466,7 @@ def test_reanalysis_at_sampling_time_resumes_exactly(tmp_path):
     (reference,) = glob.glob(str(whole / "runs" / "*"))
     resumed, uninterrupted = scalars(run_dir, RUN_TAGS), scalars(reference, RUN_TAGS)
     assert len(resumed["losses/total_loss"]) == 5 and resumed == uninterrupted
-    assert uninterrupted["losses/importance_weight"][-1][1] < 1  # weighted samples: the annealed exponent is above 0
+    assert uninterrupted["losses/importance_weight"][-1][1] < 1  # weighted samples: the importance exponent is above 0
 
 
 def jax_leaves(tree):
@@ -485,10 +499,10 @@ def test_bad_checkpoints_are_refused_and_nothing_is_touched(stopped_three_times,
         open(path, "wb").write(bytes(data))
     elif damage == "removed_flag":
         path = os.path.join(run_dir, "checkpoint.pkl")
-        checkpoint = m.load_checkpoint(path)
+        checkpoint = muzero_run.load_checkpoint(path, m.SCRIPT)
         checkpoint["args"]["anneal_lr"] = False
         with open(path, "wb") as f:
-            m.write_checkpoint(f, checkpoint)
+            muzero_run.write_checkpoint(f, m.SCRIPT, checkpoint)
     else:
         flags[flags.index("--channels") + 1] = "16"
     before = file_states(tmp_path)

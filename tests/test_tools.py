@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
+import muzero_run
 import muzero_tools as tools
 
 
@@ -124,7 +125,7 @@ def test_ladder_plays_every_pair_both_colours_rates_the_mcts_anchor_above_random
     (tmp_path / "run" / "models").mkdir(parents=True)
     for step in (100, 200):  # two untrained "checkpoints" of a run
         params = bt.init_params(net, args, jax.random.PRNGKey(step))
-        bt.save_model(str(tmp_path / "run" / "models" / f"step_{step}.muzero_model"), args, params, step)
+        muzero_run.save_model(str(tmp_path / "run" / "models" / f"step_{step}.muzero_model"), bt.SCRIPT, args, params, step)
     cfg = tools.Ladder(run_dirs=(str(tmp_path / "run"),), games_per_pair=10, mcts_simulations=(50, 10))
     ratings = tools.run_ladder(cfg)
     out = tmp_path / "run" / "ladder"
@@ -158,7 +159,7 @@ def test_ladder_plays_every_pair_both_colours_rates_the_mcts_anchor_above_random
     (other / "models").mkdir(parents=True)
     other_args = dataclasses.replace(args, gamma=1.0)
     other_params = bt.init_params(net, other_args, jax.random.PRNGKey(3))
-    bt.save_model(str(other / "models" / "step_300.muzero_model"), other_args, other_params, 300)
+    muzero_run.save_model(str(other / "models" / "step_300.muzero_model"), bt.SCRIPT, other_args, other_params, 300)
     both = tools.Ladder(run_dirs=(str(tmp_path / "run"), str(other)), games_per_pair=2, mcts_simulations=(10,))
     gammas = []
     real_make_act_fn = bt.make_act_fn
@@ -175,7 +176,7 @@ def test_ladder_plays_every_pair_both_colours_rates_the_mcts_anchor_above_random
     small = tmp_path / "breakthrough__board_4__1__1796000000"
     (small / "models").mkdir(parents=True)
     params_4 = bt.init_params(net_4, board_4, jax.random.PRNGKey(4))
-    bt.save_model(str(small / "models" / "step_100.muzero_model"), board_4, params_4, 100)
+    muzero_run.save_model(str(small / "models" / "step_100.muzero_model"), bt.SCRIPT, board_4, params_4, 100)
     with pytest.raises(tools.BadInput, match=r"different boards \(4, 5\)"):
         tools.run_ladder(tools.Ladder(run_dirs=(str(tmp_path / "run"), str(small)), out=str(tmp_path / "mixed")))
     assert not (tmp_path / "mixed").exists()
@@ -190,7 +191,7 @@ def test_match_plays_the_scripts_evaluation_and_keeps_one_row_per_model_and_oppo
     net = bt.make_network(args, bt.BreakthroughVecEnv(args.board_size, 1).num_actions)
     params = bt.init_params(net, args, jax.random.PRNGKey(0))
     model = str(tmp_path / "stopped.muzero_model")  # a run's final model: its plies are the step saved with it
-    bt.save_model(model, args, params, 300)
+    muzero_run.save_model(model, bt.SCRIPT, args, params, 300)
     cfg = tools.Match(model=model, opponent="mcts", games=10, mcts_simulations=50, seed=3, commit="abc1234", out=str(tmp_path))
     row = tools.run_match(cfg)
     # the script's own evaluation of those games, MCTSBot at 50 simulations
@@ -416,7 +417,7 @@ def test_tree_tool_draws_every_node_with_its_numbers_and_delusions_in_red(tmp_pa
     import muzero_breakthrough as bt
 
     args, net, params = small_agent(bt, eval_num_simulations=24, planner="muzero")
-    bt.save_model(str(tmp_path / "m.muzero_model"), args, params, 0)
+    muzero_run.save_model(str(tmp_path / "m.muzero_model"), bt.SCRIPT, args, params, 0)
     nodes = tools.run_tree(
         tools.Tree(model=str(tmp_path / "m.muzero_model"), step=3, opponent="random", out=str(tmp_path / "tree"))
     )
@@ -447,7 +448,7 @@ def test_audit_and_tsne_measure_self_play_positions_of_both_players(tmp_path):
 
     args, net, params = small_agent(bt, eval_num_simulations=16, planner="muzero")
     for step in (10, 20):
-        bt.save_model(str(tmp_path / f"step_{step}.muzero_model"), args, params, step)
+        muzero_run.save_model(str(tmp_path / f"step_{step}.muzero_model"), bt.SCRIPT, args, params, step)
     table = tools.run_audit(
         tools.Audit(
             models=(str(tmp_path / "step_20.muzero_model"), str(tmp_path / "step_10.muzero_model")),
@@ -477,7 +478,7 @@ def test_budget_searches_with_each_budget_and_reports_that_evaluation(tmp_path):
     import muzero_minatar as m
 
     args, net, params = small_agent(m, env_id="Breakout", eval_num_simulations=16)
-    m.save_model(str(tmp_path / "step_7.muzero_model"), args, params, 7)
+    muzero_run.save_model(str(tmp_path / "step_7.muzero_model"), m.SCRIPT, args, params, 7)
     table = tools.run_budget(
         tools.Budget(
             models=(str(tmp_path / "step_7.muzero_model"),),
@@ -502,7 +503,7 @@ def test_budget_plays_breakthrough_against_the_mcts_bot_of_its_flag(tmp_path, mo
     import muzero_breakthrough as bt
 
     args, net, params = small_agent(bt, eval_num_simulations=4, eval_mcts_simulations=100)
-    bt.save_model(str(tmp_path / "step_9.muzero_model"), args, params, 9)
+    muzero_run.save_model(str(tmp_path / "step_9.muzero_model"), bt.SCRIPT, args, params, 9)
     cfg = tools.Budget(
         models=(str(tmp_path / "step_9.muzero_model"),),
         simulations=(2,),
@@ -539,7 +540,7 @@ def test_eval_planner_benchmark_compares_the_thesis_planner_with_a_greedy_one_an
 
     bench = load_benchmark("muzero_minatar_eval_planner")
     args, net, params = small_agent(m, env_id="Breakout", eval_num_simulations=6, max_episode_steps=40)
-    m.save_model(str(tmp_path / "model.muzero_model"), args, params, 0)
+    muzero_run.save_model(str(tmp_path / "model.muzero_model"), m.SCRIPT, args, params, 0)
     table = bench.evaluate_planners([str(tmp_path / "model.muzero_model")], episodes=3, seed=5)
     assert table.planner.tolist() == ["thesis", "greedy", "training"] and (table.episodes == 3).all()
     greedy_args = dataclasses.replace(args, eval_temperature=0.0, dirichlet_fraction=0.0)
@@ -561,7 +562,7 @@ def test_eval_planner_benchmark_compares_the_thesis_planner_with_a_greedy_one_an
     root_visits = [{int(tree.node_visits[0, 0]) for tree in r.trees} for r in recordings]  # simulations + 1
     assert root_visits == [{7}, {7}, {args.num_simulations + 1}] and args.num_simulations != 6
     gumbel = dataclasses.replace(args, planner="gumbel")
-    m.save_model(str(tmp_path / "gumbel.muzero_model"), gumbel, params, 0)
+    muzero_run.save_model(str(tmp_path / "gumbel.muzero_model"), m.SCRIPT, gumbel, params, 0)
     with pytest.raises(tools.BadInput, match="no noise"):
         bench.evaluate_planners([str(tmp_path / "gumbel.muzero_model")], episodes=3, seed=5)
 
@@ -573,7 +574,7 @@ def test_model_step_is_the_step_saved_with_the_model_else_a_checkpoints_name(tmp
 
     args, _, params = small_agent(m)
     for name, step in (("step_7.muzero_model", 96), ("final.muzero_model", 1536)):
-        m.save_model(str(tmp_path / name), args, params, step)
+        muzero_run.save_model(str(tmp_path / name), m.SCRIPT, args, params, step)
         assert tools.model_step(str(tmp_path / name)) == step
         with open(tmp_path / f"{name}.json") as f:
             saved = json.load(f)
@@ -591,7 +592,7 @@ def test_a_model_saved_with_a_removed_training_flag_loads_with_its_parameters(tm
 
     args, _, params = small_agent(m)
     path = str(tmp_path / "old.muzero_model")
-    m.save_model(path, args, params, 0)
+    muzero_run.save_model(path, m.SCRIPT, args, params, 0)
     with open(path + ".json") as f:
         saved = json.load(f)
     with open(path + ".json", "w") as f:
@@ -608,7 +609,7 @@ def test_budget_checks_every_model_before_the_first_evaluation(tmp_path, monkeyp
     import muzero_minatar as m
 
     args, net, params = small_agent(m, env_id="Breakout")
-    m.save_model(str(tmp_path / "step_7.muzero_model"), args, params, 7)
+    muzero_run.save_model(str(tmp_path / "step_7.muzero_model"), m.SCRIPT, args, params, 7)
     evaluations = []
     monkeypatch.setattr(tools, "evaluate", lambda *a, **k: evaluations.append(a))
     with pytest.raises(tools.MissingFile, match="--models .*gone.muzero_model: no .*json beside it"):
@@ -631,8 +632,8 @@ def test_weights_gives_each_parameter_arrays_mean_absolute_value_per_model(tmp_p
     import muzero_minatar as m
 
     args, _, params = small_agent(m, env_id="Breakout")
-    m.save_model(str(tmp_path / "init.muzero_model"), args, params, 0)
-    m.save_model(str(tmp_path / "half.muzero_model"), args, jax.tree.map(lambda x: x / 2, params), 0)
+    muzero_run.save_model(str(tmp_path / "init.muzero_model"), m.SCRIPT, args, params, 0)
+    muzero_run.save_model(str(tmp_path / "half.muzero_model"), m.SCRIPT, args, jax.tree.map(lambda x: x / 2, params), 0)
     table = tools.run_weights(
         tools.Weights(
             models=(str(tmp_path / "init.muzero_model"), str(tmp_path / "half.muzero_model")),
