@@ -44,7 +44,6 @@ try:
 except ModuleNotFoundError as e:  # an optional dependency of the package
     raise SystemExit(f"{e.name} is not installed: pip install -e '.[atari]' (in the repository)") from e
 
-MAX_REPLAY_RATIO = 256  # samples per environment step: EfficientZero's (batch 256, an update per step)
 SCRIPT = os.path.basename(__file__)[: -len(".py")]
 
 
@@ -214,9 +213,10 @@ def global_threads(args: Args) -> int:
     return args.num_actor_threads * args.num_processes
 
 
-def validate_args(args: Args):
-    """What tyro cannot check, each refused with muzero_run.fail()."""
-    rules = [  # (flags, test, what they must be); muzero_run.check_rules adds: every float finite
+def flag_rules(args: Args) -> list:
+    """What each flag must be, (flags, test, what): validate_args refuses a run by it and muzero_tools.load_model a saved
+    model's flags (muzero_run.check_rules adds that every float is finite)."""
+    return [
         (
             "total_timesteps num_envs num_steps history_length channels repr_blocks head_hidden support_size "
             "num_simulations eval_num_simulations max_num_considered_actions unroll_steps td_steps buffer_size "
@@ -245,9 +245,13 @@ def validate_args(args: Args):
         ("seed", lambda v: 0 <= v < 2**32, "in [0, 2**32 - 1], as JAX's 32-bit keys"),
         ("max_episode_steps", lambda v: v > 0, "positive"),
         ("process_id", lambda v: 0 <= v < args.num_processes, "in [0, --num-processes)"),
+        ("unroll_steps td_steps noop_max", lambda v: v < args.max_episode_steps, "below --max-episode-steps"),
     ]
-    muzero_run.check_rules(args, rules)
-    muzero_run.check_run_flags(args)
+
+
+def validate_args(args: Args):
+    """What tyro cannot check, each refused with muzero_run.fail()."""
+    muzero_run.check_rules(args, flag_rules(args))
     steps = args.num_envs * args.num_steps * global_threads(args)
     iteration = f"one actor iteration, --num-envs x --num-steps x --num-actor-threads x --num-processes = {steps}"
     if args.total_timesteps < steps or args.buffer_size < steps:
@@ -259,15 +263,7 @@ def validate_args(args: Args):
             f"--batch-size ({args.batch_size}) must split evenly over the {global_threads(args)} actor threads' replays "
             f"(--num-actor-threads x --num-processes) and fit in --buffer-size ({args.buffer_size})"
         )
-    if args.learning_starts > args.total_timesteps or args.replay_ratio * args.total_timesteps < args.batch_size:
-        muzero_run.fail(
-            f"--learning-starts ({args.learning_starts}) and --replay-ratio ({args.replay_ratio}) leave no update to run"
-        )
-    if args.replay_ratio > MAX_REPLAY_RATIO:
-        muzero_run.fail(
-            f"--replay-ratio {args.replay_ratio:g} is above {MAX_REPLAY_RATIO} samples per environment step "
-            f"(EfficientZero's ratio; the thesis used 4)"
-        )
+    muzero_run.check_run_flags(args)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1172,9 +1168,8 @@ def log_evaluation(run: muzero_run.Run, eval_act_fn, params, iteration: int, glo
     GIF with --capture-video; returns the result for the console."""
     args = run.args
     params = jax.device_put(params, jax.local_devices()[args.actor_device_ids[0]])  # on the first of --actor-device-ids
-    returns, lengths, recording = evaluate_policy(
-        eval_act_fn, params, args, args.eval_episodes, (args.seed, 1, iteration), record=args.capture_video
-    )
+    seed = (args.seed, 1, iteration)
+    returns, lengths, recording = evaluate_policy(eval_act_fn, params, args, args.eval_episodes, seed, args.capture_video)
     run.writer.add_scalar("charts/eval_episodic_return", float(np.mean(returns)), global_step)
     run.writer.add_scalar("charts/eval_episodic_length", float(np.mean(lengths)), global_step)
     if args.capture_video:
@@ -1243,11 +1238,14 @@ def check_memory(args: Args, net, obs_shape, num_actions: int):
     step_bytes = sum(v.itemsize * math.prod(v.shape[2:]) for v in empty_segments(0, 1, obs_shape, num_actions).values())
     span = args.history_length + args.num_steps + args.unroll_steps + args.td_steps
     node_bytes = (args.resolution // 16) ** 2 * args.channels * 4 + (6 * num_actions + 5) * 4  # mctx.Tree per node
+    # a sample's arrays in the update: about 6 hidden states a block (and heads, projection) at each of K+2 inferences
+    activations = 12 * (args.unroll_steps + 2) * (args.repr_blocks + args.dyn_blocks + args.pred_blocks + 2) * node_bytes
     needs = {  # bytes in this process, by the flags that set them
         "--buffer-size": args.buffer_size // args.num_processes // args.num_steps * span * step_bytes,
         "--channels/--head-hidden/--support-size": 6 * sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(params)),
         "--num-envs/--num-simulations": args.num_envs * args.num_actor_threads * (args.num_simulations + 1) * node_bytes,
         "--eval-episodes/--eval-num-simulations": args.eval_episodes * (args.eval_num_simulations + 1) * node_bytes,
+        "--batch-size/--unroll-steps": args.batch_size * (span * step_bytes + activations),  # windows, the update's arrays
         "--resolution/--num-envs": 2 * (args.num_envs * args.num_actor_threads + args.eval_episodes) * np.prod(obs_shape),
     }
     muzero_run.check_memory(needs)

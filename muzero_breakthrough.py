@@ -40,7 +40,6 @@ from open_spiel.python.algorithms import mcts
 
 import muzero_run
 
-MAX_REPLAY_RATIO = 256  # samples per environment step: EfficientZero's (batch 256, an update per step)
 SCRIPT = os.path.basename(__file__)[: -len(".py")]
 
 
@@ -200,9 +199,10 @@ def global_threads(args: Args) -> int:
     return args.num_actor_threads * args.num_processes
 
 
-def validate_args(args: Args):
-    """What tyro cannot check, each refused with muzero_run.fail()."""
-    rules = [  # (flags, test, what they must be); muzero_run.check_rules adds: every float finite
+def flag_rules(args: Args) -> list:
+    """What each flag must be, (flags, test, what): validate_args refuses a run by it and muzero_tools.load_model a saved
+    model's flags (muzero_run.check_rules adds that every float is finite)."""
+    return [
         (
             "total_timesteps num_envs num_steps history_length channels repr_blocks head_hidden support_size "
             "num_simulations eval_num_simulations max_num_considered_actions unroll_steps td_steps buffer_size "
@@ -221,13 +221,17 @@ def validate_args(args: Args):
         ("random_move_prob dirichlet_fraction importance_exponent", lambda v: 0 <= v <= 1, "in [0, 1]"),
         ("board_size", lambda v: v >= 3, "at least 3 (on a smaller board the first move wins)"),
         ("eval_episodes", lambda v: v % 2 == 0, "even (half the games are played with each colour)"),
-        ("eval_mcts_simulations", lambda v: v > 0, "positive"),
+        ("eval_mcts_simulations", lambda v: 0 < v <= 100_000, "in [1, 100000] (MCTSBot-1000: about 0.1-0.2 s a move)"),
         ("gamma", lambda v: 0 < v <= 1, "in (0, 1]"),
         ("seed", lambda v: 0 <= v < 2**32, "in [0, 2**32 - 1], as JAX's 32-bit keys"),
         ("process_id", lambda v: 0 <= v < args.num_processes, "in [0, --num-processes)"),
+        ("unroll_steps td_steps", lambda v: v <= 4 * args.board_size**2, "at most 4 --board-size^2, longer than a game"),
     ]
-    muzero_run.check_rules(args, rules)
-    muzero_run.check_run_flags(args)
+
+
+def validate_args(args: Args):
+    """What tyro cannot check, each refused with muzero_run.fail()."""
+    muzero_run.check_rules(args, flag_rules(args))
     steps = args.num_envs * args.num_steps * global_threads(args)
     iteration = f"one actor iteration, --num-envs x --num-steps x --num-actor-threads x --num-processes = {steps}"
     if args.total_timesteps < steps or args.buffer_size < steps:
@@ -239,15 +243,7 @@ def validate_args(args: Args):
             f"--batch-size ({args.batch_size}) must split evenly over the {global_threads(args)} actor threads' replays "
             f"(--num-actor-threads x --num-processes) and fit in --buffer-size ({args.buffer_size})"
         )
-    if args.learning_starts > args.total_timesteps or args.replay_ratio * args.total_timesteps < args.batch_size:
-        muzero_run.fail(
-            f"--learning-starts ({args.learning_starts}) and --replay-ratio ({args.replay_ratio}) leave no update to run"
-        )
-    if args.replay_ratio > MAX_REPLAY_RATIO:
-        muzero_run.fail(
-            f"--replay-ratio {args.replay_ratio:g} is above {MAX_REPLAY_RATIO} samples per environment step "
-            f"(EfficientZero's ratio; the thesis used 4)"
-        )
+    muzero_run.check_run_flags(args)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1160,11 +1156,13 @@ def log_evaluation(run: muzero_run.Run, eval_act_fn, params, iteration: int, glo
     GIF with --capture-video; returns the result for the console."""
     args = run.args
     params = jax.device_put(params, jax.local_devices()[args.actor_device_ids[0]])  # on the first of --actor-device-ids
+    seed = (args.seed, 1, iteration)
     summary = "win_rate:"
     for i, opponent in enumerate(("random", "mcts")):
-        seed = (args.seed, 1, iteration, i)
         record = args.capture_video and opponent == "mcts"  # the first game against MCTS
-        scores, colour, recording = evaluate_policy(eval_act_fn, params, args, opponent, args.eval_episodes, seed, record)
+        scores, colour, recording = evaluate_policy(
+            eval_act_fn, params, args, opponent, args.eval_episodes, (*seed, i), record
+        )
         run.writer.add_scalar(f"charts/eval_win_rate_{opponent}", float(np.mean(scores)), global_step)
         for side, name in enumerate(("black", "white")):
             rate = float(np.mean(scores[colour == side]))
@@ -1236,11 +1234,14 @@ def check_memory(args: Args, net, obs_shape, num_actions: int):
     step_bytes = sum(v.itemsize * math.prod(v.shape[2:]) for v in empty_segments(0, 1, obs_shape, num_actions).values())
     span = args.history_length + args.num_steps + args.unroll_steps + args.td_steps
     node_bytes = obs_shape[0] * obs_shape[1] * args.channels * 4 + (6 * num_actions + 5) * 4  # mctx.Tree per node
+    # a sample's arrays in the update: about 6 hidden states a block (and heads, projection) at each of K+2 inferences
+    activations = 12 * (args.unroll_steps + 2) * (args.repr_blocks + args.dyn_blocks + args.pred_blocks + 2) * node_bytes
     needs = {  # bytes in this process, by the flags that set them
         "--buffer-size": args.buffer_size // args.num_processes // args.num_steps * span * step_bytes,
         "--channels/--head-hidden/--support-size": 6 * sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(params)),
         "--num-envs/--num-simulations": args.num_envs * args.num_actor_threads * (args.num_simulations + 1) * node_bytes,
         "--eval-episodes/--eval-num-simulations": args.eval_episodes * (args.eval_num_simulations + 1) * node_bytes,
+        "--batch-size/--unroll-steps": args.batch_size * (span * step_bytes + activations),  # windows, the update's arrays
     }
     muzero_run.check_memory(needs)
 

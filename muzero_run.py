@@ -29,6 +29,8 @@ import tyro
 from jax.experimental import multihost_utils
 from tensorboardX import SummaryWriter
 
+MAX_REPLAY_RATIO = 256  # samples per environment step: EfficientZero's (batch 256, an update per step)
+
 
 # ---------------------------------------------------------------------------------------------
 # Bad input: refused before anything is compiled or written
@@ -51,22 +53,32 @@ def check_folder(name: str, path: str, error: type | None = None):
         fail(f"{name}: {folder} is not a folder this process can write in", error)
 
 
-def check_rules(args, rules: list):
+def check_rules(args, rules: list, error: type | None = None):
     """Every float flag finite, then each rule of a script's table: (flag names separated by spaces, a test of the
-    value, what the flags must be), refused with fail() naming the flag."""
+    value, what the flags must be), refused with fail() naming the flag (raising `error`, if given)."""
     floats = " ".join(f.name for f in dataclasses.fields(args) if f.type is float)
     for names, ok, what in [(floats, math.isfinite, "a finite number"), *rules]:
         for name in names.split():
             if not ok(getattr(args, name)):
-                fail(f"--{name.replace('_', '-')} must be {what} (got {getattr(args, name)})")
+                fail(f"--{name.replace('_', '-')} must be {what} (got {getattr(args, name)})", error)
 
 
 def check_run_flags(args):
-    """The flags of a run that every script has: the run's name, the folder it writes in, the coordinator of hosts."""
+    """The flags of a run that every script has: the run's name, the folder it writes in, its length, the updates it
+    makes, the coordinator of hosts."""
     name_ok = all(c.isalnum() or c in "-_." for c in args.exp_name) and args.exp_name not in ("", ".", "..")
     if not name_ok or len(args.exp_name) > 100:
         fail(f"--exp-name must be at most 100 letters, digits, '-', '_' and '.' (got {args.exp_name!r}): it names files")
     check_folder(f"--resume {args.resume}" if args.resume else "runs/ (runs are written in ./runs)", args.resume or "runs")
+    if args.total_timesteps > 10**12:  # (at a million steps a second, 11 days)
+        fail(f"--total-timesteps must be at most 10**12, more than a run could play (got {args.total_timesteps})")
+    if args.learning_starts > args.total_timesteps or args.replay_ratio * args.total_timesteps < args.batch_size:
+        fail(f"--learning-starts ({args.learning_starts}) and --replay-ratio ({args.replay_ratio}) leave no update to run")
+    if args.replay_ratio > MAX_REPLAY_RATIO:
+        fail(
+            f"--replay-ratio {args.replay_ratio:g} is above {MAX_REPLAY_RATIO} samples per environment step "
+            f"(EfficientZero's ratio; the thesis used 4)"
+        )
     host, _, port = (args.coordinator_address or "").rpartition(":")
     if args.num_processes > 1 and not (host and port.isdigit()):
         fail(f"--num-processes {args.num_processes} needs --coordinator-address host:port of process 0")
@@ -358,14 +370,20 @@ def save_checkpoint(run: Run, payload: dict, iteration: int, step: int):
 MODEL_FORMAT = 2  # in a model's JSON; 2: a Breakthrough model sees the board from its mover's side (muzero_tools)
 
 
+def flags_sha256(flags: dict) -> str:
+    """The sha256 of a model's flags as its JSON holds them (keys sorted)."""
+    return hashlib.sha256(json.dumps(flags, sort_keys=True).encode()).hexdigest()
+
+
 def save_model(path: str, script: str, args, params, global_step: int):
-    """The parameters (flax bytes) and then, beside them, the script, flags, the parameters' sha256 and the environment
-    steps they were trained on (`step`) as JSON: muzero_tools.load_model reads both. The JSON is written last: a model
-    whose save failed has none."""
+    """The parameters (flax bytes) and then, beside them, the script, flags, the sha256 of the parameters and of the
+    flags, and the environment steps they were trained on (`step`) as JSON: muzero_tools.load_model reads both. The
+    JSON is written last: a model whose save failed has none."""
     data = flax.serialization.to_bytes(params)
     atomic_write(path, lambda f: f.write(data))
-    saved = dict(script=script, format=MODEL_FORMAT, sha256=hashlib.sha256(data).hexdigest(), step=global_step)
-    saved.update(dataclasses.asdict(args))
+    flags = dataclasses.asdict(args)
+    checksums = dict(sha256=hashlib.sha256(data).hexdigest(), flags_sha256=flags_sha256(flags))
+    saved = dict(script=script, format=MODEL_FORMAT, **checksums, step=global_step, **flags)
     atomic_write(path + ".json", lambda f: f.write(json.dumps(saved, indent=2).encode()))
 
 

@@ -49,6 +49,8 @@ import platform
 import re
 import subprocess
 import sys
+import types
+import typing
 from dataclasses import dataclass
 from functools import partial
 from typing import Literal
@@ -432,18 +434,62 @@ def current_flag_names(flags: dict) -> dict:
     return {RENAMED_FLAGS.get(name, name): value for name, value in flags.items()}
 
 
+SCRIPTS = ("muzero_minatar", "muzero_minatar_reanalyze", "muzero_breakthrough", "muzero_atari_multigpu")  # load_model's
+
+
+def read_model_json(model_path: str, flag: str) -> dict:
+    """The object saved beside a model, `{model_path}.json`, refused (MissingFile, BadInput) naming the file and what
+    is wrong with it: missing, unreadable, not UTF-8, not JSON, not a JSON object."""
+    path = model_path + ".json"
+    if not os.path.isfile(path):
+        fail(f"{flag} {model_path}: no {path} beside it (a model saved by --save-model or a checkpoint)", MissingFile)
+    try:
+        with open(path, "rb") as f:
+            saved = json.loads(f.read().decode("utf-8"))
+    except OSError as e:
+        fail(f"{flag} {model_path}: {path} cannot be read ({e.strerror})")
+    except UnicodeDecodeError:
+        fail(f"{flag} {model_path}: {path} is not UTF-8 text, so not a model's flags")
+    except json.JSONDecodeError as e:
+        fail(f"{flag} {model_path}: {path} is not JSON ({e})")
+    if not isinstance(saved, dict):
+        fail(f"{flag} {model_path}: {path} holds a JSON {type(saved).__name__}, not the object of a model's flags")
+    return saved
+
+
+def check_flag_types(args):
+    """Each flag of a script's Args (read from a model's JSON, so unchecked by tyro) of its declared type: a Literal's
+    choices, bool, int (not bool), float (an int too), str, tuple of ints, each of them or None where None is allowed."""
+    for field in dataclasses.fields(args):
+        value, kind = getattr(args, field.name), field.type
+        if isinstance(kind, types.UnionType) and type(None) in typing.get_args(kind):
+            if value is None:
+                continue
+            kind = next(k for k in typing.get_args(kind) if k is not type(None))
+        if typing.get_origin(kind) is Literal:
+            ok = value in typing.get_args(kind)
+        elif kind is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif kind is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif typing.get_origin(kind) is tuple:
+            ok = isinstance(value, tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        else:
+            ok = isinstance(value, kind)
+        if not ok:
+            fail(f"--{field.name.replace('_', '-')} is {value!r}, not {getattr(kind, '__name__', kind)}")
+
+
 def load_model(model_path: str, flag: str = "--model"):
     """(script module, args, network, params) of a model saved by any muzero_*.py script's --save-model (or a
-    checkpoint's models/step_*): the script and its flags are read from `{model_path}.json`. A model missing
-    (MissingFile), changed since it was saved (its sha256), that the script's network of those flags cannot hold, or
-    a Breakthrough model of the board's old view (BadInput) is refused naming the script; `flag` names where the
-    path came from in the messages."""
-    if not os.path.isfile(model_path + ".json"):
-        missing = f"no {model_path}.json beside it (a model saved by --save-model or a checkpoint)"
-        fail(f"{flag} {model_path}: {missing}", MissingFile)
-    with open(model_path + ".json") as f:
-        saved = json.load(f)
+    checkpoint's models/step_*): the script (one of SCRIPTS, never another module) and its flags are read from
+    `{model_path}.json`, and the flags are checked by the script's own rules. A model missing (MissingFile), with a
+    JSON that is not a model's, flags the script refuses, parameters or flags changed since it was saved (their
+    sha256), parameters that the script's network of those flags cannot hold, or a Breakthrough model of the board's
+    old view (BadInput) is refused naming the file; `flag` names where the path came from in the messages."""
+    saved = read_model_json(model_path, flag)
     sha256 = saved.pop("sha256", None)  # models saved before the checksum have none
+    flags_sha256 = saved.pop("flags_sha256", None)  # nor before the flags' checksum
     saved.pop("step", None)  # (model_step reads it)
     flags_of = {  # a flag only that script has: for models saved before the script was recorded
         "board_size": "muzero_breakthrough",
@@ -451,11 +497,15 @@ def load_model(model_path: str, flag: str = "--model"):
         "reanalyze_ratio": "muzero_minatar_reanalyze",
     }
     name = saved.pop("script", None) or next((name for flag, name in flags_of.items() if flag in saved), "muzero_minatar")
+    if name not in SCRIPTS:
+        fail(f"{flag} {model_path}: {model_path}.json names the script {name!r}, not one of {', '.join(SCRIPTS)}")
     view = saved.pop("view", None)  # "mover" in Breakthrough models of format 1 that see the board as their mover
     model_format = saved.pop("format", 1)  # muzero_run.MODEL_FORMAT; models saved before it have none
-    if name == "muzero_breakthrough" and view != "mover" and model_format < 2:  # models saved before the mover's view
+    mover_view = view == "mover" or (isinstance(model_format, int) and model_format >= 2)
+    if name == "muzero_breakthrough" and not mover_view:  # models saved before the mover's view
         view = "a Breakthrough model of OpenSpiel's view, where white saw the board as black does"
         fail(f"{flag} {model_path}: {view}: load it at the commit that saved it")
+    flags = dict(saved)  # as saved, for their checksum
     for removed in REMOVED_FLAGS:
         saved.pop(removed, None)
     saved = current_flag_names(saved)
@@ -465,10 +515,14 @@ def load_model(model_path: str, flag: str = "--model"):
         fail(f"{flag} {model_path}: {name}.py has no flags {', '.join(unknown)}: load it at the commit that saved it")
     args = script.Args(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()})
     try:
+        if flags_sha256 is not None and muzero_run.flags_sha256(flags) != flags_sha256:
+            raise ValueError(f"the flags in {model_path}.json are not those it was saved with: the file changed since")
         with open(model_path, "rb") as f:
             data = f.read()
         if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
             raise ValueError(f"its sha256 is not the one in {model_path}.json: the file changed since it was saved")
+        check_flag_types(args)
+        muzero_run.check_rules(args, script.flag_rules(args), BadInput)
         params = flax.serialization.msgpack_restore(data)  # the saved tree itself: no template needed
         num_actions = params["params"]["policy_head"]["Dense_1"]["bias"].shape[0]  # |A^a|
         net = script.make_network(args, num_actions)
@@ -483,11 +537,30 @@ def load_model(model_path: str, flag: str = "--model"):
 def evaluate(model_path: str, eval_episodes: int = 10, seed: int = 0, opponent: str = "random"):
     """Loads a saved model and plays `eval_episodes` episodes with its evaluation planner (Breakthrough: games
     against `opponent`, both colours); returns each episode's return (Breakthrough: the model's score, 1 a win).
-    Bad input raises BadInput (a ValueError; MissingFile, also a FileNotFoundError, for a model not there)."""
+    Bad input raises BadInput (a ValueError; MissingFile, also a FileNotFoundError, for a model not there), with the
+    command line's messages."""
+    for name, value in (("eval_episodes", eval_episodes), ("seed", seed)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            fail(f"{name} must be an integer (got {value!r})")
     check_seed(seed, "seed")
     if eval_episodes <= 0:
         fail(f"eval_episodes must be positive (got {eval_episodes})")
-    return play(*load_model(model_path, "model_path"), eval_episodes, seed, opponent)[0]
+    script, args, net, params = load_model(model_path, "model_path")
+    check_opponent(script, opponent, eval_episodes)
+    return play(script, args, net, params, eval_episodes, seed, opponent)[0]
+
+
+def check_opponent(script, opponent: str, games: int):
+    """Breakthrough models play `games` (even: half with each colour) against "random" or "mcts"; the others play alone
+    (opponent "random", the default)."""
+    if not is_board_game(script):
+        if opponent != "random":
+            fail(f"opponent {opponent!r}: a {script.__name__}.py model plays alone (only Breakthrough models take one)")
+        return
+    if opponent not in ("random", "mcts"):
+        fail(f"opponent must be 'random' or 'mcts' (got {opponent!r})")
+    if games % 2:
+        fail(f"eval_episodes must be even (half the games are played with each colour) (got {games})")
 
 
 def is_board_game(script) -> bool:

@@ -65,6 +65,11 @@ CASES = [  # (script, command-line flags, what the message must name, what is on
     (m, "--support-size 100000000", MEMORY + "--channels/--head-hidden/--support-size", None),
     (m, "--num-processes 2 --coordinator-address localhost", "--coordinator-address", None),
     (m, "--distributed-timeout 0", "--distributed-timeout", None),
+    (m, "--unroll-steps 100000", "--unroll-steps must be at most an episode", None),  # compiled for minutes, unstoppable
+    (m, "--td-steps 100000", "--td-steps must be at most an episode", None),
+    (m, "--max-episode-steps 20 --unroll-steps 30", "--unroll-steps must be at most an episode", None),
+    (m, "--total-timesteps 100000000000000000000000000000", "--total-timesteps must be at most 10**12", None),
+    (m, "--batch-size 4096 --unroll-steps 2000", MEMORY + "--batch-size/--unroll-steps", None),
     (m, "", "runs/", runs_is_a_file),
     (m, "--resume runs/nothing", "--resume", None),
     (m, "--resume runs/done", "the run has finished", finished_run),
@@ -80,6 +85,8 @@ CASES = [  # (script, command-line flags, what the message must name, what is on
     (bt, "--board-size 2", "--board-size", None),
     (bt, "--board-size 1000", MEMORY, None),
     (bt, "--eval-mcts-simulations 0", "--eval-mcts-simulations", None),
+    (bt, "--eval-mcts-simulations 1000000000", "--eval-mcts-simulations must be in [1, 100000]", None),  # stalled
+    (bt, "--td-steps 1000", "--td-steps must be at most 4 --board-size^2", None),
     (bt, "--random-move-prob 1.5", "--random-move-prob", None),
     (bt, "--value-coef nan", "--value-coef", None),
     (ma, "--env-id CartPole-v1", "--env-id", None),
@@ -88,6 +95,8 @@ CASES = [  # (script, command-line flags, what the message must name, what is on
     (ma, "--resolution 160000", MEMORY, None),  # refused before envpool allocates its frames
     (ma, "--resolution 16000 --buffer-size 256 --num-envs 8 --num-steps 32", "--resolution/--num-envs (", None),
     (ma, "--learning-rate inf", "--learning-rate", None),
+    (ma, "--noop-max 1000000000", "--noop-max must be below --max-episode-steps", None),  # a reset of a billion steps
+    (ma, "--unroll-steps 100000", "--unroll-steps must be below --max-episode-steps", None),
 ]
 
 
@@ -127,6 +136,25 @@ def saved_model(truncate: bool = False, flip: bool = False, script=m, drop: tupl
     return setup
 
 
+def model_json(content: bytes | None = None, rehash: bool = False, **entries):
+    """A setup that saves a small MinAtar model as m.muzero_model, then replaces its .json by `content`, or sets
+    `entries` in it; `rehash` gives the flags their checksum anew, as a model saved with those flags would have."""
+
+    def setup(cwd):
+        saved_model()(cwd)
+        path = cwd / "m.muzero_model.json"
+        if content is not None:
+            path.write_bytes(content)
+            return
+        saved = {**json.loads(path.read_text()), **entries}
+        if rehash:
+            flags = {k: v for k, v in saved.items() if k not in ("script", "format", "sha256", "flags_sha256", "step")}
+            saved["flags_sha256"] = muzero_run.flags_sha256(flags)
+        path.write_text(json.dumps(saved))
+
+    return setup
+
+
 BLOCKED_IMPORTS = ("statsmodels.api", "graphviz")  # the setups below make these imports fail; the test puts them back
 
 
@@ -160,6 +188,21 @@ TOOL_CASES = [  # (tool, flags, what the message must name, what is on disk or m
     ("episode", "--model m.muzero_model", "not a whole model of muzero_minatar.py", saved_model(channels=2)),
     ("episode", "--model m.muzero_model", "muzero_minatar.py has no flags board_size", saved_model(board_size=5)),
     ("match", "--model m.muzero_model", "a Breakthrough model of OpenSpiel's view", saved_model(script=bt, drop=("format",))),
+    ("episode", "--model m.muzero_model", "m.muzero_model.json is not JSON", model_json(b"{not json")),
+    ("weights", "--models m.muzero_model", "m.muzero_model.json is not JSON", model_json(b"")),
+    ("episode", "--model m.muzero_model", "m.muzero_model.json is not UTF-8", model_json(b"\xff\xfe{}")),
+    ("tree", "--model m.muzero_model", "holds a JSON list, not the object", model_json(b"[1, 2]")),
+    ("episode", "--model m.muzero_model", "names the script 'muzero_nonexistent'", model_json(script="muzero_nonexistent")),
+    ("episode", "--model m.muzero_model", "names the script 'json'", model_json(script="json")),  # never imported
+    ("episode", "--model m.muzero_model", "the flags in m.muzero_model.json are not", model_json(eval_num_simulations=8)),
+    (
+        "episode",
+        "--model m.muzero_model",
+        "--eval-num-simulations must be positive",
+        model_json(eval_num_simulations=-1, rehash=True),
+    ),
+    ("episode", "--model m.muzero_model", "--planner is 'bogus'", model_json(planner="bogus", rehash=True)),
+    ("weights", "--models m.muzero_model", "--channels is '16', not int", model_json(channels="16", rehash=True)),
     ("ladder", "--run-dirs runs/x", "pip install -e '.[tools]'", no_statsmodels),  # (after the whole tournament)
     ("tree", "--model m.muzero_model", "pip install -e '.[tools]'", no_graphviz),
 ]
@@ -181,3 +224,25 @@ def test_bad_tool_input_exits_2_naming_the_flag_and_writes_nothing(tmp_path, mon
     stderr = capsys.readouterr().err
     assert exit_.value.code == 2 and named in stderr and "Traceback" not in stderr, stderr
     assert files(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "script, call, named",
+    [
+        (m, dict(eval_episodes=2.5), "eval_episodes must be an integer"),
+        (m, dict(eval_episodes=True), "eval_episodes must be an integer"),
+        (m, dict(eval_episodes=0), "eval_episodes must be positive"),
+        (m, dict(seed="1"), "seed must be an integer"),
+        (m, dict(seed=-1), "seed must be in [0, 2**32 - 1]"),
+        (m, dict(opponent="bogus"), "opponent 'bogus': a muzero_minatar.py model plays alone"),
+        (bt, dict(opponent="bogus"), "opponent must be 'random' or 'mcts'"),
+        (bt, dict(eval_episodes=3), "eval_episodes must be even"),
+    ],
+)
+def test_the_python_api_refuses_what_the_command_line_refuses(tmp_path, script, call, named):
+    """tools.evaluate checks its arguments as the scripts and tools do on the command line, with their messages,
+    before it plays: BadInput, never a TypeError or KeyError from inside."""
+    saved_model(script=script)(tmp_path)
+    with pytest.raises(tools.BadInput) as info:
+        tools.evaluate(str(tmp_path / "m.muzero_model"), **call)
+    assert named in str(info.value)

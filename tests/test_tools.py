@@ -586,8 +586,8 @@ def test_model_step_is_the_step_saved_with_the_model_else_a_checkpoints_name(tmp
 
 
 def test_a_model_saved_with_a_removed_training_flag_loads_with_its_parameters(tmp_path):
-    """load_model: --anneal-lr, --weight-decay and Breakthrough's --explored-priority left the scripts; a model saved
-    with them still loads."""
+    """load_model: --anneal-lr, --weight-decay, Breakthrough's --explored-priority, reanalysis' --importance-exponent-final
+    and Atari's --rewarding-share left the scripts; a model saved with them (before the flags' checksum) still loads."""
     import muzero_minatar as m
 
     args, _, params = small_agent(m)
@@ -595,8 +595,12 @@ def test_a_model_saved_with_a_removed_training_flag_loads_with_its_parameters(tm
     muzero_run.save_model(path, m.SCRIPT, args, params, 0)
     with open(path + ".json") as f:
         saved = json.load(f)
+    del saved["flags_sha256"]  # such models were saved before the flags had a checksum
+    removed = dict(
+        anneal_lr=True, weight_decay=0.1, explored_priority="mean", importance_exponent_final=1.0, rewarding_share=0.25
+    )
     with open(path + ".json", "w") as f:
-        json.dump({**saved, "anneal_lr": True, "weight_decay": 0.1, "explored_priority": "mean"}, f)
+        json.dump({**saved, **removed}, f)
     script, loaded_args, _, loaded = tools.load_model(path)
     assert script is m and loaded_args == args
     for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(loaded)):
