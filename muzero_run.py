@@ -70,7 +70,7 @@ def check_run_flags(args):
     if not name_ok or len(args.exp_name) > 100:
         fail(f"--exp-name must be at most 100 letters, digits, '-', '_' and '.' (got {args.exp_name!r}): it names files")
     check_folder(f"--resume {args.resume}" if args.resume else "runs/ (runs are written in ./runs)", args.resume or "runs")
-    if args.total_timesteps > 10**12:  # (at a million steps a second, 11 days)
+    if args.total_timesteps > 10**12:  # (at the 500 steps a second of a 2-core line, 63 years)
         fail(f"--total-timesteps must be at most 10**12, more than a run could play (got {args.total_timesteps})")
     if args.learning_starts > args.total_timesteps or args.replay_ratio * args.total_timesteps < args.batch_size:
         fail(f"--learning-starts ({args.learning_starts}) and --replay-ratio ({args.replay_ratio}) leave no update to run")
