@@ -66,7 +66,7 @@ import tyro
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import muzero_run
-from muzero_run import FRAME_SIZE, PANEL_WIDTH, action_names_at, annotation_lines, save_gif, search_numbers  # noqa: F401
+from muzero_run import action_names_at, save_gif, search_numbers
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
