@@ -204,7 +204,7 @@ def test_smoke_run_writes_events_and_a_loadable_model(two_runs):
 def test_capture_video_writes_an_evaluation_gif(two_runs):
     from PIL import Image
 
-    from muzero_tools import FRAME_SIZE, PANEL_WIDTH
+    from muzero_run import FRAME_SIZE, PANEL_WIDTH
 
     gifs = sorted(glob.glob(str(two_runs[1] / "videos" / "*" / "eval_*.gif")))
     assert [os.path.basename(g) for g in gifs] == ["eval_1536.gif", "eval_768.gif"]
