@@ -1126,10 +1126,10 @@ def hand_over(queues: list, actors: list, params):
 # Evaluation (loading a saved model and search trees: muzero_tools.py)
 # ---------------------------------------------------------------------------------------------
 class Recording(NamedTuple):
-    """One evaluation episode step by step, as the annotated video shows it (thesis 4.5)."""
+    """One evaluation episode step by step, as muzero_tools' annotated video shows it (thesis 4.5)."""
 
     frames: list  # the observation at each step
-    trees: list  # the search made at that step (mctx.Tree of this game alone, root embedding only)
+    trees: list  # the search made at that step (mctx.Tree of this game alone, root embedding only), if act_fn keeps it
     actions: list  # the action taken
     action_names: list  # a name for each agent action
 
@@ -1137,7 +1137,7 @@ class Recording(NamedTuple):
 def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed, record: bool = False):
     """Plays `num_episodes` episodes as one batch with `act_fn`, each cut at --max-episode-steps; `seed` (an int or a
     tuple of ints) fixes environments and search noise. Returns (returns, lengths, a Recording of episode 0 if
-    `record`: act_fn must keep its trees)."""
+    `record`, with its trees if act_fn keeps them)."""
     envs = AtariVecEnv(args, num_episodes, seed, episodic_life=False)  # an episode is a whole game, all its lives
     actor_state = initial_actor_state(num_episodes, args.history_length, envs.obs_shape)
     step = envs.step(np.zeros(num_episodes, np.int32))
@@ -1173,7 +1173,7 @@ def log_evaluation(run: muzero_run.Run, eval_act_fn, params, iteration: int, glo
     run.writer.add_scalar("charts/eval_episodic_return", float(np.mean(returns)), global_step)
     run.writer.add_scalar("charts/eval_episodic_length", float(np.mean(lengths)), global_step)
     if args.capture_video:
-        muzero_run.save_gif(recording, f"videos/{os.path.basename(run.dir)}/eval_{global_step}.gif")
+        muzero_run.save_gif(recording.frames, f"videos/{os.path.basename(run.dir)}/eval_{global_step}.gif")
     return f"eval_return={np.mean(returns):.2f}"
 
 
@@ -1266,7 +1266,7 @@ def log_iteration(
     run: muzero_run.Run, progress: Progress, rollouts: list, replays: list, global_step: int, times: IterationTimes, console
 ):
     """The iteration's charts/, losses/ and stats/ (the docs page lists them) and, if `console`, a progress line."""
-    muzero_run.check_threads()
+    muzero_run.end_iteration(run, progress.num_updates)
     sps = int((global_step - times.run_start_step) / (time.time() - times.run_start))
     waits = {
         "learner_rollout_queue_wait": times.collected - times.collect_start,
@@ -1318,7 +1318,7 @@ def main(args: Args):
     optimizer = make_optimizer(args)
     train_planner, test_planner = planner_configs(args)
     act_fn = make_act_fn(net, train_planner, args.gamma)
-    eval_act_fn = make_act_fn(net, test_planner, args.gamma, keep_tree=args.capture_video)
+    eval_act_fn = make_act_fn(net, test_planner, args.gamma)
     update_fn = make_update_fn(net, args, optimizer)
     priority_fn = make_priority_fn(args)
 

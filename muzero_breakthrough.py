@@ -1104,10 +1104,10 @@ class BotPlayer:
 
 
 class Recording(NamedTuple):
-    """One evaluation episode step by step, as the annotated video shows it (thesis 4.5)."""
+    """One evaluation episode step by step, as muzero_tools' annotated video shows it (thesis 4.5)."""
 
     frames: list  # the observation at each step
-    trees: list  # the search made at that step (mctx.Tree of this game alone, root embedding only)
+    trees: list  # the search made at that step (mctx.Tree of this game alone, root embedding only), if act_fn keeps it
     actions: list  # the action taken
     action_names: list  # a name for each agent action
 
@@ -1168,7 +1168,7 @@ def log_evaluation(run: muzero_run.Run, eval_act_fn, params, iteration: int, glo
             rate = float(np.mean(scores[colour == side]))
             run.writer.add_scalar(f"charts/eval_win_rate_{opponent}_as_{name}", rate, global_step)
         if record:
-            muzero_run.save_gif(recording, f"videos/{os.path.basename(run.dir)}/eval_{global_step}.gif")
+            muzero_run.save_gif(recording.frames, f"videos/{os.path.basename(run.dir)}/eval_{global_step}.gif")
         summary += f" {opponent}={np.mean(scores):.2f}"
     return summary
 
@@ -1261,7 +1261,7 @@ def log_iteration(
     run: muzero_run.Run, progress: Progress, rollouts: list, replays: list, global_step: int, times: IterationTimes, console
 ):
     """The iteration's charts/, losses/ and stats/ (the docs page lists them) and, if `console`, a progress line."""
-    muzero_run.check_threads()
+    muzero_run.end_iteration(run, progress.num_updates)
     sps = int((global_step - times.run_start_step) / (time.time() - times.run_start))
     waits = {
         "learner_rollout_queue_wait": times.collected - times.collect_start,
@@ -1313,7 +1313,7 @@ def main(args: Args):
     optimizer = make_optimizer(args)
     train_planner, test_planner = planner_configs(args)
     act_fn = make_act_fn(net, train_planner, args.gamma, random_move_prob=args.random_move_prob)
-    eval_act_fn = make_act_fn(net, test_planner, args.gamma, keep_tree=args.capture_video)
+    eval_act_fn = make_act_fn(net, test_planner, args.gamma)
     update_fn = make_update_fn(net, args, optimizer)
     priority_fn = make_priority_fn(args)
 

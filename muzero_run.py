@@ -15,11 +15,14 @@ import math
 import os
 import pickle
 import queue
+import select
+import shlex
 import signal
 import socket
 import sys
 import threading
 import time
+import traceback
 from typing import Any, Callable
 
 import flax
@@ -74,11 +77,8 @@ def check_run_flags(args):
         fail(f"--total-timesteps must be at most 10**12, more than a run could play (got {args.total_timesteps})")
     if args.learning_starts > args.total_timesteps or args.replay_ratio * args.total_timesteps < args.batch_size:
         fail(f"--learning-starts ({args.learning_starts}) and --replay-ratio ({args.replay_ratio}) leave no update to run")
-    if args.replay_ratio > MAX_REPLAY_RATIO:
-        fail(
-            f"--replay-ratio {args.replay_ratio:g} is above {MAX_REPLAY_RATIO} samples per environment step "
-            f"(EfficientZero's ratio; the thesis used 4)"
-        )
+    if args.replay_ratio > MAX_REPLAY_RATIO:  # (the thesis used 4)
+        fail(f"--replay-ratio {args.replay_ratio:g} is above {MAX_REPLAY_RATIO} samples per step, EfficientZero's ratio")
     host, _, port = (args.coordinator_address or "").rpartition(":")
     if args.num_processes > 1 and not (host and port.isdigit()):
         fail(f"--num-processes {args.num_processes} needs --coordinator-address host:port of process 0")
@@ -143,13 +143,33 @@ class Interrupted(Exception):
 
 
 signals_received = []  # by on_signal, the handler of SIGINT and SIGTERM when a script runs
+STOP_SECONDS = 8  # how long a first signal waits for a run stuck in XLA (compiling) that has nothing trained to lose
 
 
 def on_signal(signum, frame):
-    if signals_received:  # a second Ctrl-C stops at once
-        signal.signal(signum, signal.SIG_DFL)
-        signal.raise_signal(signum)
     signals_received.append(signum)
+
+
+def next_signal(reader: socket.socket, timeout: float | None) -> int | None:
+    """The next SIGINT or SIGTERM that their handler wrote to `reader`'s pair within `timeout` seconds, or None."""
+    while select.select([reader], [], [], timeout)[0]:
+        received = [s for s in reader.recv(64) if s in (signal.SIGINT, signal.SIGTERM)]
+        if received:
+            return received[0]
+    return None
+
+
+def watch_signals(reader: socket.socket):
+    """The thread that sees each SIGINT and SIGTERM at once, also while Python's handler cannot run (inside XLA,
+    compiling; an envpool reset). A second signal exits at once; so does a first one after STOP_SECONDS if the run
+    has not ended and has made no update since it started or wrote its last checkpoint."""
+    first = next_signal(reader, None)
+    run = open_runs[-1] if open_runs else None
+    if next_signal(reader, STOP_SECONDS) is None and run and run.num_updates > run.saved_updates:
+        print("still inside XLA: the run stops and saves once it returns; a second signal stops it at once", flush=True)
+        next_signal(reader, None)
+    print(f"{signal.Signals(first).name}: stopped at once; {continue_line(run)}", file=sys.stderr, flush=True)
+    os._exit(128 + first)
 
 
 def check_signals():
@@ -180,7 +200,7 @@ thread_errors = []  # the errors that ended a thread (threading.ExceptHookArgs),
 
 
 def on_thread_error(error):
-    """threading.excepthook of a run: a thread's error is printed as usual, and check_threads raises it."""
+    """threading.excepthook of a run: a thread's error is printed as usual, and end_iteration raises it."""
     thread_errors.append(error)
     threading.__excepthook__(error)
 
@@ -198,6 +218,7 @@ RESUME_FREE_FLAGS = set(
 # tensorboardX writes events from a thread of its own, which a full disk stops: its queue holds an iteration's events,
 # so that the learner reaches check_threads, which raises that thread's error, rather than wait on the queue forever
 EVENTS_QUEUE = 1000
+open_runs = []  # the runs open_run opened in this process, for the signal watcher and the failure message (cli)
 
 
 @dataclasses.dataclass
@@ -209,6 +230,9 @@ class Run:
     dir: str  # runs/{run_name} for process 0, runs/{run_name}/process_{i} for process i
     writer: SummaryWriter  # TensorBoard events; a checkpoint starts a new events file (save_checkpoint)
     wandb: Any = None  # the W&B run (process 0 with --track)
+    num_updates: int = 0  # made so far, as of the learner's last whole iteration (end_iteration)
+    saved_updates: int = 0  # in the last checkpoint written or resumed from
+    checkpoint_step: int = -1  # the environment steps of that checkpoint (-1: none)
 
 
 def process_dir(run_dir: str, args) -> str:
@@ -255,11 +279,15 @@ def open_run(script: str, args, checkpoint: dict | None, steps_per_iteration: in
         f"{steps_per_iteration} steps, {num_iterations} iterations, a progress line every {args.log_interval:g} s",
         flush=True,
     )
-    return Run(script, args, run_dir, writer, wandb_run)
+    updates = checkpoint["progress"].num_updates if checkpoint else 0
+    open_runs.append(Run(script, args, run_dir, writer, wandb_run, updates, updates, resumed_at if checkpoint else -1))
+    return open_runs[-1]
 
 
-def check_threads():
-    """Raises the error that ended a thread of the run (tensorboardX's writer thread, on a full disk), if one has."""
+def end_iteration(run: Run, num_updates: int):
+    """The learner has ended an iteration, `num_updates` updates made so far: raises the error that ended a thread of
+    the run (tensorboardX's writer thread, on a full disk), if one has."""
+    run.num_updates = num_updates
     if thread_errors:
         raise RuntimeError(f"thread {thread_errors[0].thread.name} stopped") from thread_errors[0].exc_value
 
@@ -360,6 +388,8 @@ def save_checkpoint(run: Run, payload: dict, iteration: int, step: int):
         save_step_model(run, payload["train_state"].params, step)
     atomic_write(os.path.join(run.dir, CHECKPOINT_FILE), lambda f: write_checkpoint(f, run.script, payload))
     run.writer.add_scalar("stats/checkpoint_time", time.time() - start, step)
+    run.saved_updates = run.num_updates
+    run.checkpoint_step = step
     if run.args.process_id == 0:  # (the other processes' checkpoints are in process_{i} of the run's directory)
         print(f"checkpoint at step {step}: --resume {run.dir} continues from it", flush=True)
 
@@ -395,7 +425,7 @@ def save_step_model(run: Run, params, step: int):
 
 def close_run(run: Run, final_params: Callable, num_updates: int, steps_played: int):
     """After the actor threads are joined, also after an error: with --save-model the parameters `final_params()`
-    are saved (saying where, or how the run can still give them), then the events are closed."""
+    are saved (saying where), then the events are closed."""
     try:
         if run.args.save_model:  # every process its own copy: a host's run directory is complete
             path = os.path.join(run.dir, f"{run.args.exp_name}.muzero_model")
@@ -404,14 +434,8 @@ def close_run(run: Run, final_params: Callable, num_updates: int, steps_played: 
                 return
             try:
                 save_model(path, run.script, run.args, final_params(), steps_played)
-            except OSError as e:
-                checkpoint = os.path.isfile(os.path.join(run.dir, CHECKPOINT_FILE))
-                retry = (
-                    f"--resume {run.dir} --save-model continues from its last checkpoint" if checkpoint else "no checkpoint"
-                )
-                raise OSError(
-                    e.errno, f"the parameters after {num_updates} updates are not saved: {e.strerror}; {retry}"
-                ) from e
+            except OSError as e:  # (cli's last line says how the run can still give them)
+                raise OSError(e.errno, f"the parameters after {num_updates} updates are not saved: {e.strerror}") from e
             print(f"the parameters after {num_updates} updates are saved to {path}", flush=True)
     finally:
         run.writer.close()
@@ -431,63 +455,43 @@ def finish_run(run: Run, final_params: Callable, steps: int, num_updates: int):
         jax.distributed.shutdown()
 
 
+def continue_line(run: Run | None) -> str:
+    """How a stopped or failed run goes on: the last line it prints."""
+    if run is None or run.checkpoint_step < 0:
+        return "there is no checkpoint to continue from (--checkpoint-interval N writes them)"
+    run_dir = run.dir if run.args.process_id == 0 else os.path.dirname(run.dir)
+    command = sys.argv if run.args.resume else [*sys.argv, "--resume", run_dir]
+    return f"--resume {run_dir} continues from its checkpoint at step {run.checkpoint_step}: python {shlex.join(command)}"
+
+
 def cli(main: Callable, args_class: type):
     """A script's command line: SIGINT (Ctrl-C) and SIGTERM (`timeout`, a job scheduler) stop the learner where it can
-    save (--save-model), then the process exits 130 or 143."""
+    save (--save-model), then the process exits 130 or 143 (watch_signals: at once where it cannot). A run that fails
+    ends with what failed and what is kept (exit 1), no other error after it."""
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)  # the handler writes each signal's number there
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, on_signal)
+    threading.Thread(target=watch_signals, args=(reader,), name="signals", daemon=True).start()
     try:
         main(tyro.cli(args_class))
     except Interrupted as e:
         sys.exit(128 + e.signum)
+    except Exception as e:
+        if not open_runs:
+            raise
+        traceback.print_exc()
+        run = open_runs[-1]
+        print(f"\nthe run {run.dir} failed: {type(e).__name__}: {e}", file=sys.stderr)
+        print(continue_line(run), file=sys.stderr, flush=True)
+        os._exit(1)  # not through atexit, whose handlers (the writer's, W&B's) would fail again on a full disk
 
 
 # ---------------------------------------------------------------------------------------------
-# Annotated GIFs of an evaluation episode (--capture-video, muzero_tools episode)
+# GIFs of an evaluation episode (--capture-video; muzero_tools' episode adds the search's numbers)
 # ---------------------------------------------------------------------------------------------
-FRAME_SIZE = 320  # pixels a side of an annotated frame (a board of 5 squares: 64 pixels a square)
-PANEL_WIDTH = 280  # pixels of the annotation panel beside it
-FONT_SIZE = 15
-
-
-def search_numbers(tree, action: int) -> dict:
-    """The numbers of one search at its root (the tree of one game): the action taken, v* (the root value after
-    the search) and, per action, the prior p the search started from (after the legal mask and any root
-    noise), the predicted reward r, the visit count N and Q = r + discount * value of the child (0 if not
-    visited)."""
-    summary = tree.summary()
-    return {
-        "action": action,
-        "value": float(summary.value[0]),
-        "prior": np.asarray(jax.nn.softmax(tree.children_prior_logits[0, 0])),
-        "reward": np.asarray(tree.children_rewards[0, 0]),
-        "visits": np.asarray(summary.visit_counts[0]).astype(int),
-        "q": np.asarray(summary.qvalues[0]),
-    }
-
-
-def action_names_at(recording, step: int, depth: int = 0) -> list:
-    """The name of each agent action played `depth` plies below the position of `step` (0: the action taken
-    there). Breakthrough's agent sees the board as its mover does, so it names its actions per player: in its
-    recorded game, black moves at the even steps, and below a position the players alternate."""
-    if not isinstance(recording.action_names[0], list):
-        return recording.action_names
-    return recording.action_names[(step + depth) % 2]
-
-
-def annotation_lines(numbers: dict, step: int, action_names: list, rows: int = 6) -> list[str]:
-    """The text beside an annotated frame: the step, the action taken with its predicted reward, v*, then the
-    `rows` actions with the most visits (legal ones only) with p, N and Q."""
-    a = numbers["action"]
-    lines = [
-        f"step {step}  action {action_names[a]}",
-        f"v* {numbers['value']:+.3f}  r {numbers['reward'][a]:+.3f}",
-        f"{'action':8}{'p':>5}{'N':>4}{'Q':>7}",
-    ]
-    for b in np.lexsort((-numbers["prior"], -numbers["visits"]))[:rows]:
-        if numbers["prior"][b] > 0:
-            lines.append(f"{action_names[b][:8]:8}{numbers['prior'][b]:5.2f}{numbers['visits'][b]:4d}{numbers['q'][b]:+7.3f}")
-    return lines
+FRAME_SIZE = 320  # pixels a side of a GIF's frame (a board of 5 squares: 64 pixels a square)
 
 
 def frame_image(frame: np.ndarray):
@@ -507,24 +511,11 @@ def frame_image(frame: np.ndarray):
     return image.resize((FRAME_SIZE, FRAME_SIZE), Image.NEAREST)
 
 
-def save_gif(recording, path: str, annotate: bool = True):
-    """A script's Recording (evaluate_policy) as an animated GIF: each observation (frame_image) and, if `annotate`,
-    a panel beside it with the search's numbers at that step (annotation_lines)."""
-    from PIL import Image, ImageDraw, ImageFont
-
-    try:  # a monospaced font keeps the columns of p, N and Q aligned
-        font = ImageFont.truetype("DejaVuSansMono.ttf", FONT_SIZE)
-    except OSError:
-        font = ImageFont.load_default(size=FONT_SIZE)
-    images = []
-    for t, (frame, tree, action) in enumerate(zip(recording.frames, recording.trees, recording.actions)):
-        image = frame_image(frame)
-        if annotate:
-            panel = Image.new("RGB", (FRAME_SIZE + PANEL_WIDTH, FRAME_SIZE), "white")
-            panel.paste(image)
-            lines = annotation_lines(search_numbers(tree, action), t, action_names_at(recording, t))
-            ImageDraw.Draw(panel).multiline_text((FRAME_SIZE + 8, 8), "\n".join(lines), fill="black", font=font, spacing=5)
-            image = panel
-        images.append(image)
+def save_gif(frames: list, path: str, annotate: Callable | None = None, duration: int = 50):
+    """Observations (a Recording's frames) as an animated GIF of `duration` ms a frame (frame_image); `annotate(image,
+    t)`, if given, returns step t's image with what it adds beside it (muzero_tools' annotated episodes)."""
+    images = [frame_image(frame) for frame in frames]
+    if annotate is not None:
+        images = [annotate(image, t) for t, image in enumerate(images)]
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    images[0].save(path, save_all=True, append_images=images[1:], duration=400 if annotate else 50, loop=0)
+    images[0].save(path, save_all=True, append_images=images[1:], duration=duration, loop=0)

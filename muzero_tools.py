@@ -66,7 +66,7 @@ import tyro
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import muzero_run
-from muzero_run import action_names_at, save_gif, search_numbers
+from muzero_run import FRAME_SIZE, save_gif
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -579,6 +579,71 @@ def play(script, args, net, params, episodes: int, seed: int, opponent: str, num
     return script.evaluate_policy(act_fn, params, args, episodes, seed, record=record)
 
 
+PANEL_WIDTH = 280  # pixels of the panel of the search's numbers beside a muzero_run.FRAME_SIZE frame
+FONT_SIZE = 15
+
+
+def search_numbers(tree, action: int) -> dict:
+    """The numbers of one search at its root (the tree of one game): the action taken, v* (the root value after
+    the search) and, per action, the prior p the search started from (after the legal mask and any root
+    noise), the predicted reward r, the visit count N and Q = r + discount * value of the child (0 if not
+    visited)."""
+    summary = tree.summary()
+    return {
+        "action": action,
+        "value": float(summary.value[0]),
+        "prior": np.asarray(jax.nn.softmax(tree.children_prior_logits[0, 0])),
+        "reward": np.asarray(tree.children_rewards[0, 0]),
+        "visits": np.asarray(summary.visit_counts[0]).astype(int),
+        "q": np.asarray(summary.qvalues[0]),
+    }
+
+
+def action_names_at(recording, step: int, depth: int = 0) -> list:
+    """The name of each agent action played `depth` plies below the position of `step` (0: the action taken
+    there). Breakthrough's agent sees the board as its mover does, so it names its actions per player: in its
+    recorded game, black moves at the even steps, and below a position the players alternate."""
+    if not isinstance(recording.action_names[0], list):
+        return recording.action_names
+    return recording.action_names[(step + depth) % 2]
+
+
+def annotation_lines(numbers: dict, step: int, action_names: list, rows: int = 6) -> list[str]:
+    """The text beside an annotated frame: the step, the action taken with its predicted reward, v*, then the
+    `rows` actions with the most visits (legal ones only) with p, N and Q."""
+    a = numbers["action"]
+    lines = [
+        f"step {step}  action {action_names[a]}",
+        f"v* {numbers['value']:+.3f}  r {numbers['reward'][a]:+.3f}",
+        f"{'action':8}{'p':>5}{'N':>4}{'Q':>7}",
+    ]
+    for b in np.lexsort((-numbers["prior"], -numbers["visits"]))[:rows]:
+        if numbers["prior"][b] > 0:
+            lines.append(f"{action_names[b][:8]:8}{numbers['prior'][b]:5.2f}{numbers['visits'][b]:4d}{numbers['q'][b]:+7.3f}")
+    return lines
+
+
+def save_annotated_gif(recording, path: str):
+    """A Recording (a script's evaluate_policy, its act_fn keeping its trees) as an animated GIF: each observation
+    with a panel beside it of the search's numbers at that step (annotation_lines)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    try:  # a monospaced font keeps the columns of p, N and Q aligned
+        font = ImageFont.truetype("DejaVuSansMono.ttf", FONT_SIZE)
+    except OSError:
+        font = ImageFont.load_default(size=FONT_SIZE)
+
+    def annotate(image, t: int):
+        panel = Image.new("RGB", (FRAME_SIZE + PANEL_WIDTH, FRAME_SIZE), "white")
+        panel.paste(image)
+        numbers = search_numbers(recording.trees[t], recording.actions[t])
+        lines = annotation_lines(numbers, t, action_names_at(recording, t))
+        ImageDraw.Draw(panel).multiline_text((FRAME_SIZE + 8, 8), "\n".join(lines), fill="black", font=font, spacing=5)
+        return panel
+
+    save_gif(recording.frames[: len(recording.actions)], path, annotate, duration=400)
+
+
 def record_episode(script, args, net, params, seed: int, opponent: str, num_simulations: int = 0):
     """One evaluation episode with the search of every step: a Recording (frames, trees, actions, names)."""
     return play(script, args, net, params, 1, seed, opponent, num_simulations, record=True)[2]
@@ -746,7 +811,7 @@ def run_episode(cfg: Episode):
     recording = record_episode(script, args, net, params, cfg.seed, cfg.opponent)
     out = cfg.out or default_out(cfg.model, f"episode_{cfg.seed}.gif")
     shown = first_steps(recording, cfg.steps)
-    save_gif(shown, out)
+    save_annotated_gif(shown, out)
     episode_table(shown).to_csv(os.path.splitext(out)[0] + ".csv", index=False)
     print(f"{len(shown.frames)} annotated frames: {out} (numbers: .csv)")
     return recording

@@ -7,6 +7,7 @@ import glob
 import hashlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -58,7 +59,9 @@ def test_a_full_disk_keeps_the_last_checkpoint_whole_and_says_where_it_is(tmp_pa
     (run_dir,) = glob.glob(os.path.join("runs", "*"))
     model = os.path.join(run_dir, "muzero_minatar.muzero_model")
     assert info.value.errno == errno.ENOSPC and "muzero_model could not be written" in str(info.value)  # the model
-    assert str(info.value).endswith(f"nothing was written; --resume {run_dir} --save-model continues from its last checkpoint")
+    assert str(info.value).endswith("could not be written (No space left on device); nothing was written")
+    resume = f"--resume {run_dir} continues from its checkpoint at step 256: python "  # cli's last line
+    assert muzero_run.continue_line(muzero_run.open_runs[-1]).startswith(resume)
     errors, error = [], info.value
     while error:  # the model's error, raised while the checkpoint's went up
         errors, error = errors + [str(error)], error.__cause__ or error.__context__
@@ -103,9 +106,9 @@ def test_a_full_disk_at_the_final_save_leaves_the_run_resumable_and_no_json_alon
         m.main(tyro.cli(m.Args, args=flags))
     (run_dir,) = glob.glob(os.path.join("runs", "*"))
     assert sorted(f for f in os.listdir(run_dir) if "events" not in f) == (["checkpoint.pkl"] if checkpoints else [])
-    retry = f"--resume {run_dir} --save-model continues from its last checkpoint" if checkpoints else "no checkpoint"
+    retry = f"--resume {run_dir} continues from its checkpoint at step 1280: " if checkpoints else "there is no checkpoint"
     assert str(info.value).startswith("[Errno 28] the parameters after 80 updates are not saved: ")
-    assert str(info.value).endswith(retry)
+    assert muzero_run.continue_line(muzero_run.open_runs[-1]).startswith(retry)  # cli's last line
     if checkpoints:  # the run is taken up again: not finished
         monkeypatch.setattr(muzero_run, "open", open)
         args = tyro.cli(m.Args, args=[*CHECKPOINTED, "--resume", run_dir])
@@ -233,3 +236,84 @@ def test_the_atari_script_without_envpool_exits_with_the_install_line(tmp_path):
     code = "import sys; sys.modules['envpool'] = None; import muzero_atari_multigpu"  # as if it were not installed
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and "envpool is not installed: pip install -e '.[atari]'" in out.stderr, out.stderr
+
+
+def run_cli(tmp_path, main_code: str, flags: list) -> subprocess.Popen:
+    """`muzero_run.cli` of muzero_minatar.py with `flags`, its main replaced by `main_code` (Python defining main)."""
+    code = (
+        "import errno, os, sys, muzero_run, muzero_minatar as m\n"
+        f"{main_code}\n"
+        f"sys.argv = ['muzero_minatar.py', *{flags!r}]\n"
+        "muzero_run.cli(main, m.Args)\n"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", code], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+STUCK = (  # a run whose learner does not come back to Python, as inside an XLA compilation, with `UPDATES` unsaved
+    "def main(args):\n"
+    "    run = muzero_run.open_run(m.SCRIPT, args, None, 256, 6)\n"
+    "    muzero_run.end_iteration(run, UPDATES)\n"
+    "    print('stuck', flush=True)\n"
+    "    os.read(os.pipe()[0], 1)  # Python's handler runs inside it, and the read goes on\n"
+)
+
+
+def test_a_signal_stops_a_run_stuck_in_xla_within_10_s_when_nothing_trained_would_be_lost(tmp_path):
+    proc = run_cli(tmp_path, "UPDATES = 0\n" + STUCK, SMALL_RUN)
+    assert proc.stdout.readline().startswith("run: runs/")
+    while proc.stdout.readline() != "stuck\n":
+        pass
+    start = time.time()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 143 and muzero_run.STOP_SECONDS <= time.time() - start < 10
+    last = proc.stderr.read().splitlines()[-1]
+    assert last == "SIGTERM: stopped at once; there is no checkpoint to continue from (--checkpoint-interval N writes them)"
+
+
+def test_a_second_signal_stops_a_run_stuck_in_xla_at_once_when_it_has_trained(tmp_path):
+    proc = run_cli(tmp_path, "UPDATES = 5\n" + STUCK, SMALL_RUN)
+    while proc.stdout.readline() != "stuck\n":
+        pass
+    proc.send_signal(signal.SIGINT)
+    with pytest.raises(subprocess.TimeoutExpired):  # the trained parameters are worth the wait
+        proc.wait(timeout=muzero_run.STOP_SECONDS + 2)
+    assert proc.stdout.readline().startswith("still inside XLA: the run stops and saves once it returns")
+    start = time.time()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 130 and time.time() - start < 2
+    assert proc.stderr.read().splitlines()[-1].startswith("SIGINT: stopped at once; there is no checkpoint")
+
+
+@pytest.mark.parametrize("full", ["muzero_model", "checkpoint"])
+def test_a_failed_run_ends_with_what_failed_and_the_resume_command(tmp_path, full):
+    """The disk fills at the final save (or at the second checkpoint): the last line of the run's output is the
+    --resume sentence with the command that continues, and no traceback comes after the failure's paragraph."""
+    patch = (
+        "class FullDisk:\n"
+        "    def __init__(self, f): self.f = f\n"
+        "    def write(self, data): raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))\n"
+        "    def __getattr__(self, name): return getattr(self.f, name)\n"
+        "    def __enter__(self): return self\n"
+        "    def __exit__(self, *exc): self.f.close()\n"
+        "def open_(path, mode='r', *a, **k):\n"
+        "    f = open(path, mode, *a, **k)\n"
+        f"    full = 'w' in mode and {full!r} in str(path) and os.path.exists(str(path).replace('.tmp', ''))\n"
+        "    return FullDisk(f) if full or ('w' in mode and 'muzero_model' in str(path) and FULL_MODEL) else f\n"
+        f"FULL_MODEL = {full == 'muzero_model'}\n"
+        "muzero_run.open = open_\n"
+        "main = m.main\n"
+    )
+    proc = run_cli(tmp_path, patch, CHECKPOINTED)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, err[-3000:]
+    (run_dir,) = os.listdir(tmp_path / "runs")
+    step = 1280 if full == "muzero_model" else 256  # the last checkpoint written whole (the last iteration writes none)
+    paragraph = err[err.rindex("\nthe run ") :].splitlines()
+    assert paragraph[1].startswith(f"the run runs/{run_dir} failed: OSError: [Errno 28] ")
+    assert paragraph[2] == (
+        f"--resume runs/{run_dir} continues from its checkpoint at step {step}: "
+        f"python muzero_minatar.py {' '.join(CHECKPOINTED)} --resume runs/{run_dir}"
+    )
+    assert len(paragraph) == 3 and "Traceback" in err  # the error's traceback, before the paragraph

@@ -204,12 +204,12 @@ def test_smoke_run_writes_events_and_a_loadable_model(two_runs):
 def test_capture_video_writes_an_evaluation_gif(two_runs):
     from PIL import Image
 
-    from muzero_run import FRAME_SIZE, PANEL_WIDTH
+    from muzero_run import FRAME_SIZE
 
     gifs = sorted(glob.glob(str(two_runs[1] / "videos" / "*" / "eval_*.gif")))
     assert [os.path.basename(g) for g in gifs] == ["eval_1536.gif", "eval_768.gif"]
     with Image.open(gifs[0]) as gif:
-        assert gif.size == (FRAME_SIZE + PANEL_WIDTH, FRAME_SIZE) == (600, 320)  # the observation, the search's numbers
+        assert gif.size == (FRAME_SIZE, FRAME_SIZE) == (320, 320)  # the observation (muzero_tools' episode adds the search)
         assert gif.n_frames >= 2  # an episode of at least two observations
 
 

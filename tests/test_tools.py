@@ -300,19 +300,19 @@ def test_annotated_frames_hold_the_search_of_their_own_step(tmp_path):
         np.testing.assert_allclose(numbers["value"], float(value[0]), rtol=1e-6)
         assert numbers["visits"].sum() == 6 and numbers["visits"][0] == 0 and numbers["prior"][0] == 0  # dummy masked
         np.testing.assert_allclose(numbers["visits"] / 6, np.asarray(weights[0]), atol=1e-6)  # PUCT: visit shares
-        lines = muzero_run.annotation_lines(numbers, k, rec.action_names)
+        lines = tools.annotation_lines(numbers, k, rec.action_names)
         assert lines[0] == f"step {k}  action {rec.action_names[int(action[0])]}"
         assert lines[1].startswith(f"v* {float(value[0]):+.3f}")
         assert len(lines) == 3 + 3  # the header, then the 3 legal actions, most visited first
         visits = [int(line.split()[2]) for line in lines[3:]]
         assert visits == sorted(visits, reverse=True) and sum(visits) == 6
-    tools.save_gif(rec, str(tmp_path / "episode.gif"))
+    tools.save_annotated_gif(rec, str(tmp_path / "episode.gif"))
     with Image.open(tmp_path / "episode.gif") as gif:
         assert gif.n_frames == len(rec.frames) and gif.size == (
-            muzero_run.FRAME_SIZE + muzero_run.PANEL_WIDTH,
+            muzero_run.FRAME_SIZE + tools.PANEL_WIDTH,
             muzero_run.FRAME_SIZE,
         )
-    tools.save_gif(tools.first_steps(rec, 2), str(tmp_path / "first_two.gif"))  # `episode --steps 2`
+    tools.save_annotated_gif(tools.first_steps(rec, 2), str(tmp_path / "first_two.gif"))  # `episode --steps 2`
     with Image.open(tmp_path / "first_two.gif") as gif:
         assert len(rec.frames) > 2 and gif.n_frames == 2
     table = tools.episode_table(tools.first_steps(rec, 2))  # the numbers of those frames, as `episode` writes them
