@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The screen that chose muzero_atari_multigpu.py's defaults before the 26-game suite (benchmark/muzero_atari_multigpu.sh):
+# settings x 5 games, seed 1, 100k agent steps, under the Atari 100k protocol of the references (no sticky actions),
+# with an evaluation of 16 whole games every 25k agent steps so that a fall shows. The games, named before the first
+# run: RoadRunner and MsPacman (rewards dense), Asterix (between), Breakout and Pong (sparse). Each setting's runs are
+# collected into docs/benchmark/muzero_atari_multigpu/screen/<setting>/ (runs.csv, curves, logs).
+#
+#   bash benchmark/muzero_atari_screen.sh                                   # every game x setting, game by game
+#   GAMES="Pong-v5" SETTINGS="gumbel" RESUME=1 bash benchmark/muzero_atari_screen.sh
+#
+# Runs checkpoint every 25k steps; with RESUME=1 a stopped run continues (benchmark/run_seed.sh) and a finished one
+# is not run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+declare -A FLAGS=(
+  [defaults]=""
+  [gumbel]="--planner gumbel"
+  [gumbel_lean]="--planner gumbel --num-simulations 4 --replay-ratio 1"
+)
+for game in ${GAMES:-RoadRunner-v5 MsPacman-v5 Asterix-v5 Breakout-v5 Pong-v5}; do
+  for setting in ${SETTINGS:-gumbel gumbel_lean defaults}; do
+    out=docs/benchmark/muzero_atari_multigpu/screen/$setting
+    if [ -n "${RESUME:-}" ] && [ -f "$out/runs.csv" ] && grep -q "^$game,1," "$out/runs.csv"; then continue; fi
+    # shellcheck disable=SC2086  # the setting's flags are words
+    GAMES=$game SEEDS=1 CHECKPOINT_INTERVAL=25000 SCRIPT=muzero_atari_multigpu.py OUT=$out bash benchmark/muzero_minatar.sh \
+      --exp-name "screen_$setting" --sticky-action-prob 0 --eval-interval 25000 --eval-episodes 16 ${FLAGS[$setting]}
+  done
+done
