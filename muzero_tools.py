@@ -1778,7 +1778,23 @@ class RandomReturns:
     seed: int = 0
 
 
+def known_game(env_id: str) -> bool:
+    """A MinAtar game (muzero_minatar.py's --env-id) or an envpool Atari game (muzero_atari_multigpu.py's)."""
+    if "-v" not in env_id:
+        return env_id in importlib.import_module("muzero_minatar").MINATAR_NAMES
+    atari = importlib.import_module("muzero_atari_multigpu")
+    args = atari.Args(env_id=env_id)
+    return all(ok(env_id) for names, ok, _ in atari.flag_rules(args) if names == "env_id")
+
+
 def run_random_returns(cfg: RandomReturns):
+    unknown = [env_id for env_id in cfg.env_ids if not known_game(env_id)]
+    if unknown:
+        fail(f"--env-ids {' '.join(unknown)}: neither MinAtar games (Breakout, ...) nor envpool Atari ids (Breakout-v5, ...)")
+    if cfg.episodes <= 0:
+        fail(f"--episodes must be positive (got {cfg.episodes})")
+    check_folder("--out", cfg.out)
+
     def act(params, state, obs, is_first, legal, key):  # uniform over the legal actions
         return state, jax.random.categorical(key, jnp.where(jnp.asarray(legal), 0.0, -jnp.inf)), None, None, None
 
@@ -1884,6 +1900,10 @@ class Compare:
 
 def run_compare(cfg: Compare):
     folders, out = cfg.runs, cfg.out
+    missing = [folder for folder in folders if not os.path.isfile(os.path.join(folder, "runs.csv"))]
+    if missing:
+        fail(f"--runs {' '.join(missing)}: no runs.csv there (`collect` writes it)", MissingFile)
+    check_folder("--out", out)
     os.makedirs(out, exist_ok=True)
     labels = [os.path.basename(os.path.normpath(f)) for f in folders]
     runs = {label: read_table(os.path.join(f, "runs.csv")) for label, f in zip(labels, folders)}
