@@ -62,6 +62,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import scipy.special
+import scipy.stats
 import tyro
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -1488,6 +1489,75 @@ def run_collect(cfg: Collect):
     print(f"{run_name}: {result}, {wall_minutes:.1f} min" + (f" running, in {pauses + 1} pieces" if pauses else ""))
 
 
+# Atari 100k's 26 games with the random and human scores every reference normalises by: the table of DeepMind's DQN
+# Zoo (dqn_zoo/atari_data.py; Mnih et al. 2015, van Hasselt et al. 2016), as DER, SPR and EfficientZero use it.
+ATARI_100K = {  # game: (random, human)
+    "Alien": (227.8, 7127.7), "Amidar": (5.8, 1719.5), "Assault": (222.4, 742.0), "Asterix": (210.0, 8503.3),
+    "BankHeist": (14.2, 753.1), "BattleZone": (2360.0, 37187.5), "Boxing": (0.1, 12.1), "Breakout": (1.7, 30.5),
+    "ChopperCommand": (811.0, 7387.8), "CrazyClimber": (10780.5, 35829.4), "DemonAttack": (152.1, 1971.0),
+    "Freeway": (0.0, 29.6), "Frostbite": (65.2, 4334.7), "Gopher": (257.6, 2412.5), "Hero": (1027.0, 30826.4),
+    "Jamesbond": (29.0, 302.8), "Kangaroo": (52.0, 3035.0), "Krull": (1598.0, 2665.5), "KungFuMaster": (258.5, 22736.3),
+    "MsPacman": (307.3, 6951.6), "Pong": (-20.7, 14.6), "PrivateEye": (24.9, 69571.3), "Qbert": (163.9, 13455.0),
+    "RoadRunner": (11.5, 7845.0), "Seaquest": (68.4, 42054.7), "UpNDown": (533.4, 11693.2),
+}  # fmt: skip
+
+
+def human_normalised(env_id: str, score: float) -> float:
+    """(score - random) / (human - random) of an envpool id's game (e.g. Breakout-v5) in ATARI_100K."""
+    random_score, human_score = ATARI_100K[env_id.split("-v")[0]]
+    return (score - random_score) / (human_score - random_score)
+
+
+def atari_aggregates(runs: pd.DataFrame, reps: int = 50_000, seed: int = 0) -> dict:
+    """The human-normalised median and mean (of the games' means over runs) and interquartile mean (of every run)
+    over the games of `runs` (rows of runs.csv; every game at the same seeds), each as (point, 95% lower, 95% upper)
+    from the stratified percentile bootstrap of rliable (Agarwal et al. 2021): each game's runs resampled apart,
+    `reps` times. (scipy's bootstrap with a sample per game; rliable itself needs arch < 8, which pandas 3 breaks.)
+    With one run a game, the interval is the point."""
+    table = runs.pivot(index="seed", columns="env_id", values="final_eval_return")  # (seeds, games)
+    if table.isna().to_numpy().any():
+        fail(
+            f"the aggregate needs every game at the same seeds (runs.csv: {runs.groupby('env_id').seed.apply(list).to_dict()})"
+        )
+    games = [np.array([human_normalised(env_id, score) for score in table[env_id]]) for env_id in table]
+    aggregates = {
+        "median": lambda *games, axis=-1: np.median([g.mean(axis=axis) for g in games], axis=0),
+        "mean": lambda *games, axis=-1: np.mean([g.mean(axis=axis) for g in games], axis=0),
+        "IQM": lambda *games, axis=-1: scipy.stats.trim_mean(np.concatenate(games, axis=axis), 0.25, axis=axis),
+    }
+    result = {}
+    for name, statistic in aggregates.items():
+        point = float(statistic(*games))
+        if len(table) == 1:
+            result[name] = (point, point, point)
+            continue
+        interval = scipy.stats.bootstrap(
+            games, statistic, n_resamples=reps, method="percentile", vectorized=True, random_state=seed
+        ).confidence_interval
+        result[name] = (point, float(interval.low), float(interval.high))
+    return result
+
+
+def atari_summary(runs: pd.DataFrame) -> list[str]:
+    """The human-normalised score of each game of `runs` (its seeds' mean) and the aggregates (atari_aggregates), as
+    markdown lines of results.md."""
+    games = runs.groupby("env_id").final_eval_return.mean()
+    normalised = " | ".join(
+        f"{env_id.split('-v')[0]} {human_normalised(env_id, score):.3f}" for env_id, score in games.items()
+    )
+    cells = " | ".join(f"{point:.3f} ({low:.3f} – {high:.3f})" for point, low, high in atari_aggregates(runs).values())
+    return [
+        f"Human-normalised final evaluation, seeds' mean: {normalised}.",
+        "",
+        "| games | runs a game | median | mean | IQM |",
+        "|---|---|---|---|---|",
+        f"| {len(games)} | {len(runs) // len(games)} | {cells} |",
+        "",
+        "Human-normalised: (score - random) / (human - random) with the random and human scores of the standard table "
+        "(DQN Zoo's atari_data.py); 95% intervals: rliable's stratified bootstrap over runs (50,000 resamples).",
+    ]
+
+
 @dataclass
 class Report:
     """Draws the curves and writes the tables the docs include from a folder of collected runs. Single-player
@@ -1540,6 +1610,8 @@ def run_report(cfg: Report):
     ]
     if os.path.exists(os.path.join(out, "ppo", "ppo.csv")):
         rows += ["", *ppo_comparison(out)]
+    if all(env_id.split("-v")[0] in ATARI_100K and "-v" in env_id for env_id in runs.env_id):
+        rows += ["", *atari_summary(runs)]
     write_markdown(os.path.join(out, "results.md"), rows)
     # the curves as a markdown table of images, for the docs page (paths relative to docs/)
     games = sorted(runs.env_id.unique())

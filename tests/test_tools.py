@@ -1010,3 +1010,26 @@ def test_the_pieces_of_a_run_are_its_start_and_each_resume_not_the_files_opened_
     starts = tools.piece_starts(str(tmp_path))
     assert len(starts) == 2
     assert opened[0] <= starts[0] < opened[1] and opened[2] <= starts[1] < opened[3]
+
+
+def test_atari_scores_are_human_normalised_by_the_standard_table_and_aggregated_with_rliable():
+
+    # by hand: (score - random) / (human - random), Breakout 1.7 / 30.5, Pong -20.7 / 14.6, Boxing 0.1 / 12.1
+    assert tools.human_normalised("Breakout-v5", 16.1) == pytest.approx((16.1 - 1.7) / (30.5 - 1.7)) == pytest.approx(0.5)
+    assert tools.human_normalised("Pong-v5", -20.7) == 0 and tools.human_normalised("Pong-v5", 14.6) == pytest.approx(1)
+    assert len(tools.ATARI_100K) == 26
+    runs = pd.DataFrame(
+        {
+            "env_id": ["Breakout-v5", "Breakout-v5", "Pong-v5", "Pong-v5", "Boxing-v5", "Boxing-v5"],
+            "seed": [1, 2, 1, 2, 1, 2],
+            "final_eval_return": [1.7, 30.5, -20.7, -20.7, 12.1, 36.1],  # normalised: 0, 1; 0, 0; 1, 3
+        }
+    )
+    aggregates = tools.atari_aggregates(runs, reps=2000)
+    assert aggregates["median"][0] == pytest.approx(0.5)  # of the games' means 0.5, 0, 2
+    assert aggregates["mean"][0] == pytest.approx(2.5 / 3)
+    assert aggregates["IQM"][0] == pytest.approx(0.5)  # the middle half of the six runs' 0, 0, 0, 1, 1, 3
+    for point, low, high in aggregates.values():
+        assert low <= point <= high and low < high  # two runs a game that differ: an interval, not a point
+    with pytest.raises(tools.BadInput, match="every game at the same seeds"):
+        tools.atari_aggregates(runs.iloc[:5])
