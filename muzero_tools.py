@@ -1542,9 +1542,7 @@ def atari_summary(runs: pd.DataFrame) -> list[str]:
     """The human-normalised score of each game of `runs` (its seeds' mean) and the aggregates (atari_aggregates), as
     markdown lines of results.md."""
     games = runs.groupby("env_id").final_eval_return.mean()
-    normalised = " | ".join(
-        f"{env_id.split('-v')[0]} {human_normalised(env_id, score):.3f}" for env_id, score in games.items()
-    )
+    normalised = ", ".join(f"{env_id.split('-v')[0]} {human_normalised(env_id, score):.3f}" for env_id, score in games.items())
     cells = " | ".join(f"{point:.3f} ({low:.3f} – {high:.3f})" for point, low, high in atari_aggregates(runs).values())
     return [
         f"Human-normalised final evaluation, seeds' mean: {normalised}.",
@@ -1555,6 +1553,7 @@ def atari_summary(runs: pd.DataFrame) -> list[str]:
         "",
         "Human-normalised: (score - random) / (human - random) with the random and human scores of the standard table "
         "(DQN Zoo's atari_data.py); 95% intervals: rliable's stratified bootstrap over runs (50,000 resamples).",
+        protocol_line(runs),
     ]
 
 
