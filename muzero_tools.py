@@ -1847,6 +1847,8 @@ class RandomReturns:
     """MinAtar games, or envpool's Atari ids (e.g. Breakout-v5 Pong-v5)"""
     episodes: int = 200
     seed: int = 0
+    sticky_action_prob: float | None = None
+    """the games' sticky actions (default: the script's --sticky-action-prob; the Atari 100k references play with 0)"""
 
 
 def known_game(env_id: str) -> bool:
@@ -1864,6 +1866,8 @@ def run_random_returns(cfg: RandomReturns):
         fail(f"--env-ids {' '.join(unknown)}: neither MinAtar games (Breakout, ...) nor envpool Atari ids (Breakout-v5, ...)")
     if cfg.episodes <= 0:
         fail(f"--episodes must be positive (got {cfg.episodes})")
+    if cfg.sticky_action_prob is not None and not 0 <= cfg.sticky_action_prob <= 1:
+        fail(f"--sticky-action-prob must be in [0, 1] (got {cfg.sticky_action_prob})")
     check_folder("--out", cfg.out)
 
     def act(params, state, obs, is_first, legal, key):  # uniform over the legal actions
@@ -1872,10 +1876,14 @@ def run_random_returns(cfg: RandomReturns):
     rows = []
     for env_id in cfg.env_ids:
         script = importlib.import_module("muzero_atari_multigpu" if "-v" in env_id else "muzero_minatar")
-        returns, _, _ = script.evaluate_policy(act, None, script.Args(env_id=env_id), cfg.episodes, cfg.seed)
+        args = script.Args(env_id=env_id)
+        if cfg.sticky_action_prob is not None:
+            args = dataclasses.replace(args, sticky_action_prob=cfg.sticky_action_prob)
+        returns, _, _ = script.evaluate_policy(act, None, args, cfg.episodes, cfg.seed)
         rows.append(
             {
                 "env_id": env_id,
+                "sticky_action_prob": args.sticky_action_prob,
                 "episodes": cfg.episodes,
                 "random_return": float(returns.mean()),
                 "standard_error": float(returns.std() / np.sqrt(cfg.episodes)),

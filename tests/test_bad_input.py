@@ -275,6 +275,7 @@ TOOL_CASES = [  # (tool, flags, what the message must name, what is on disk or m
     ("tsne", "--model m.muzero_model --positions 0", "--positions", saved_model()),
     ("random-returns", "--env-ids Bogus --out o", "--env-ids", None),
     ("random-returns", "--env-ids Breakout --episodes 0 --out o", "--episodes", None),
+    ("random-returns", "--env-ids Breakout --sticky-action-prob 2 --out o", "--sticky-action-prob must be in [0, 1]", None),
     ("compare", "--runs nothing --out o", "--runs", None),
     ("audit", "--models m.muzero_model --simulations -1", "--simulations", saved_model(script=bt)),
     ("weights", "--models m.muzero_model.json", "--models", saved_model()),

@@ -670,6 +670,11 @@ def test_random_policy_returns_are_seeded_and_at_the_floor(tmp_path):
     # 0.50, 0.40, 0.10 and, the most, SpaceInvaders 4.01)
     assert (table.random_return.drop("SpaceInvaders") < 2).all() and table.random_return.SpaceInvaders < 10
     assert (table.random_return >= 0).all() and (table.standard_error >= 0).all()
+    import muzero_minatar as m
+
+    assert (table.sticky_action_prob == m.Args().sticky_action_prob).all()  # the script's, unless given
+    tools.run_random_returns(tools.RandomReturns(str(tmp_path / "c"), ("Breakout",), 8, 3, sticky_action_prob=0.0))
+    assert pd.read_csv(tmp_path / "c" / "random.csv").sticky_action_prob.tolist() == [0.0]
 
 
 def test_training_curves_average_seeds_bin_by_bin():
