@@ -1545,14 +1545,14 @@ def atari_summary(runs: pd.DataFrame) -> list[str]:
     normalised = ", ".join(f"{env_id.split('-v')[0]} {human_normalised(env_id, score):.3f}" for env_id, score in games.items())
     cells = " | ".join(f"{point:.3f} ({low:.3f} – {high:.3f})" for point, low, high in atari_aggregates(runs).values())
     return [
-        f"Human-normalised final evaluation, seeds' mean: {normalised}.",
+        f"Human-normalised, seeds' mean: {normalised}.",
         "",
         "| games | runs a game | median | mean | IQM |",
         "|---|---|---|---|---|",
         f"| {len(games)} | {len(runs) // len(games)} | {cells} |",
         "",
-        "Human-normalised: (score - random) / (human - random) with the random and human scores of the standard table "
-        "(DQN Zoo's atari_data.py); 95% intervals: rliable's stratified bootstrap over runs (50,000 resamples).",
+        "(score - random) / (human - random), by the standard table (DQN Zoo); 95% intervals: rliable's stratified "
+        "bootstrap over runs, 50,000 resamples.",
         protocol_line(runs),
     ]
 
