@@ -216,7 +216,7 @@ RESUME_FREE_FLAGS = set(
     "coordinator_address save_checkpoint_models".split()
 )
 # tensorboardX writes events from a thread of its own, which a full disk stops: its queue holds an iteration's events,
-# so that the learner reaches check_threads, which raises that thread's error, rather than wait on the queue forever
+# so that the learner reaches end_iteration, which raises that thread's error, rather than wait on the queue forever
 EVENTS_QUEUE = 1000
 open_runs = []  # the runs open_run opened in this process, for the signal watcher and the failure message (cli)
 

@@ -1520,10 +1520,10 @@ def atari_aggregates(runs: pd.DataFrame, reps: int = 50_000, seed: int = 0) -> d
             f"the aggregate needs every game at the same seeds (runs.csv: {runs.groupby('env_id').seed.apply(list).to_dict()})"
         )
     games = [np.array([human_normalised(env_id, score) for score in table[env_id]]) for env_id in table]
-    aggregates = {
-        "median": lambda *games, axis=-1: np.median([g.mean(axis=axis) for g in games], axis=0),
-        "mean": lambda *games, axis=-1: np.mean([g.mean(axis=axis) for g in games], axis=0),
-        "IQM": lambda *games, axis=-1: scipy.stats.trim_mean(np.concatenate(games, axis=axis), 0.25, axis=axis),
+    aggregates = {  # of one normalised-score array per game, its runs along `axis` (scipy's bootstrap adds resamples)
+        "median": lambda *runs, axis=-1: np.median([game.mean(axis=axis) for game in runs], axis=0),
+        "mean": lambda *runs, axis=-1: np.mean([game.mean(axis=axis) for game in runs], axis=0),
+        "IQM": lambda *runs, axis=-1: scipy.stats.trim_mean(np.concatenate(runs, axis=axis), 0.25, axis=axis),
     }
     result = {}
     for name, statistic in aggregates.items():
