@@ -143,8 +143,8 @@ class Args:
     """replay capacity in environment steps over all actor threads; the oldest segments are evicted first"""
     sampling: Literal["uniform", "proportional", "rank"] = "proportional"
     """how replay positions are drawn; priorities are |v* - G^N| (4.3.14)"""
-    priority_exponent: float = 1.0
-    """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank)"""
+    priority_exponent: float = 0.6
+    """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank) (EfficientZero: 0.6; base: 1)"""
     priority_epsilon: float = 0.01
     """added to the priorities so that no position has probability zero (proportional sampling)"""
     importance_exponent: float = 0.0
@@ -155,8 +155,8 @@ class Args:
     # Loss and optimiser (4.3.8-4.3.9, 5.1.2)
     batch_size: int = 64
     """training targets per update over all learner devices and processes (thesis: 1024)"""
-    replay_ratio: float = 2.0
-    """samples trained per environment step (thesis: 4)"""
+    replay_ratio: float = 4.0
+    """samples trained per environment step (thesis: 4; base: 2)"""
     learning_rate: float = 3e-3
     """Adam step size (thesis: 1e-2 at batch 1024; MuZero's pseudocode: SGD with momentum 0.9)"""
     max_grad_norm: float = 5.0
@@ -181,19 +181,19 @@ class Args:
     """seconds between progress lines on the console"""
 
     # Reanalyze (2.7.1, 4.3.10, 4.3.13; planner: Table 5.1)
-    reanalyze_ratio: float = 0.0
+    reanalyze_ratio: float = 0.25
     """stored segments searched again, as a share of all entering replay (5.5); sample: of each batch (EfficientZero: 0.99)"""
-    reanalyze_mode: Literal["push", "sample"] = "push"
-    """copies of stored segments enter replay (push: 4.3.13) or each batch is searched again when drawn (sample)"""
-    reanalyze_num_simulations: int = 16
-    """simulations per reanalysed position (thesis: 50)"""
+    reanalyze_mode: Literal["push", "sample"] = "sample"
+    """each batch is searched again when drawn (sample: EfficientZero) or reanalysed copies enter replay (push, 4.3.13)"""
+    reanalyze_num_simulations: int = 8
+    """simulations per reanalysed position (thesis: 50; EfficientZero: 50)"""
     reanalyze_pb_c_init: float = 1.75
     """c1 of PUCT in reanalyze (muzero planner; thesis: 1.75)"""
     reanalyze_dirichlet_alpha: float = 0.2
     """Dirichlet noise concentration at the root in reanalyze (muzero planner; thesis: 0.2)"""
-    value_bootstrap: Literal["search", "target_network"] = "search"
-    """N-step value targets bootstrap from the stored v* (4.3.7) or the target network's value when sampled"""
-    td_age_updates: int = 0
+    value_bootstrap: Literal["search", "target_network"] = "target_network"
+    """N-step value targets bootstrap from the target network's value when sampled (EfficientZero) or the stored v* (4.3.7)"""
+    td_age_updates: int = 1000
     """updates of a position's age that shorten its N by one, down to 1 (0: never; EfficientZero: 30,000 with N = 5)"""
     learner_priorities: bool = True
     """sample: each update's positions take the learner's |value - target| as priority (EfficientZero); off: insertion's"""
@@ -876,6 +876,14 @@ def fresh_policies(reanalyze_fn, target_params, window: dict, rng, args: Args) -
     return {**window, "policy": window["policy"].at[:R, c : c + K + 1].set(policy.reshape(R, K + 1, num_actions))}
 
 
+def sampled_reanalysis(args: Args) -> int:
+    """--reanalyze-mode sample: positions whose p* fresh_policies searches again in one update on one learner device."""
+    if args.reanalyze_mode != "sample":
+        return 0
+    per_device = args.batch_size // args.num_processes // len(args.learner_device_ids)
+    return round(args.reanalyze_ratio * per_device) * (args.unroll_steps + 1)
+
+
 def segments_to_reanalyse(args: Args) -> int:
     """Segments reanalysed per actor iteration and thread: r of all segments entering replay (thesis 5.5's worker ratio)."""
     if args.reanalyze_mode == "sample":  # (its searches are in the update)
@@ -1011,6 +1019,7 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
 
     @partial(jax.pmap, axis_name="batch", devices=devices)  # the learner devices of every process, process by process
     def update(train_state: TrainState, window, weights):
+        stored_policies = window["policy"]
         if args.reanalyze_mode == "sample":  # the policy half of MuZero Reanalyze: one batched search per update
             rng = jax.random.fold_in(jax.random.fold_in(search_key, train_state.step), jax.lax.axis_index("batch"))
             window = fresh_policies(reanalyze_fn, train_state.target_params, window, rng, args)
@@ -1018,6 +1027,9 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
         grads, (metrics, value_errors) = gradient_fn(
             train_state.params, train_state.target_params, window, weights, train_state.step
         )
+        if sampled_reanalysis(args):  # how far the new p* moved from the stored ones: total variation, mean of the searched
+            change = 0.5 * jnp.abs(window["policy"] - stored_policies).sum() / sampled_reanalysis(args)
+            metrics = {**metrics, "reanalyze/policy_change": change}
         grads, metrics = jax.lax.pmean((grads, metrics), "batch")  # the whole batch's mean
         metrics["losses/grad_norm"] = optax.tree.norm(grads)
         updates, opt_state = optimizer.update(grads, train_state.opt_state, train_state.params)
@@ -1266,7 +1278,7 @@ class Progress:
     train_returns: list = field(default_factory=list)  # the last 20 training episodes' returns
     metrics: dict = field(default_factory=dict)  # the last update's losses/*
     wandb_id: str | None = None  # the W&B run, which a resumed run with --track continues
-    reanalysed_positions: int = 0  # positions searched again so far
+    reanalysed_positions: int = 0  # positions searched again so far (push: in replay; sample: in the updates)
 
 
 CHECKPOINT_PARTS = ("progress", "train_state", "replays", "acting_params", "actor")  # beside "args"
@@ -1315,8 +1327,7 @@ def check_memory(args: Args, net, obs_shape, num_actions: int):
     node_bytes = obs_shape[0] * obs_shape[1] * args.channels * 4 + (6 * num_actions + 5) * 4  # mctx.Tree per node
     searched = segments_to_reanalyse(args) * (span - args.history_length)  # positions reanalysed at once
     if args.reanalyze_mode == "sample":  # fresh_policies' searches on a learner device
-        per_device = args.batch_size // args.num_processes // len(args.learner_device_ids)
-        searched = round(args.reanalyze_ratio * per_device) * (args.unroll_steps + 1)
+        searched = sampled_reanalysis(args)
     # a sample's arrays in the update: about 6 hidden states a block (and heads, projection) at each of K+2 inferences
     activations = 12 * (args.unroll_steps + 2) * (args.repr_blocks + args.dyn_blocks + args.pred_blocks + 2) * node_bytes
     needs = {  # bytes in this process, by the flags that set them
@@ -1463,6 +1474,7 @@ def main(args: Args):
                     batch, weights = sample_batch(replays, args.batch_size // args.num_processes)
                     train_state, progress.metrics, value_errors = update_fn(train_state, batch, weights)
                     update_priorities(replays, value_errors, args)
+                    progress.reanalysed_positions += len(args.learner_device_ids) * sampled_reanalysis(args)
                     progress.num_updates += 1
             jax.block_until_ready(train_state)  # so that the timings below measure the work, not its dispatch
             # 4.3 hand the parameters to the actors: their iteration + 2 acts with them

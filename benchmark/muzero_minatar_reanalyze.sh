@@ -46,20 +46,25 @@ BASE=docs/benchmark/muzero_minatar_reanalyze
 # the learner's value errors drawn with exponent 0.6 (EfficientZero's alpha; it searches 0.99 of the batch with 50
 # simulations), the bias kept as the base keeps it (importance exponent 0; EfficientZero anneals it 0.4 -> 1, which
 # here left the weights at 0.12 of the batch's largest and Breakout seed 1 at 15.50 against 26.88: experiment log)
+# (the script's defaults, written out; with --replay-ratio 4 they are sample_rr4)
 SAMPLE="--reanalyze-mode sample --reanalyze-ratio 0.25 --reanalyze-num-simulations 8 --value-bootstrap target_network \
 --td-age-updates 1000 --priority-exponent 0.6 --importance-exponent 0"
+# push mode with the base's replay ratio, priorities, bootstrap and search budget: at ratio 0, muzero_minatar.py
+PUSH="--reanalyze-mode push --replay-ratio 2 --priority-exponent 1 --value-bootstrap search --td-age-updates 0 \
+--reanalyze-num-simulations 16"
 if [ -n "${COST:-}" ]; then
-  exec python benchmark/muzero_minatar_reanalyze_cost.py --sample-flags "$SAMPLE" --out "$BASE" "$@"
+  exec python benchmark/muzero_minatar_reanalyze_cost.py --sample-flags "$SAMPLE" --plain-flags "$PUSH --reanalyze-ratio 0" \
+    --out "$BASE" "$@"
 fi
 # 32 environments: ratio 0.4 adds round(32 x 0.4 / 0.6) = 21 reanalysed segments to the 32 played each iteration
-replay_ratio=$(python -c "import muzero_minatar_reanalyze as r; a = r.Args(); print(a.replay_ratio * (a.num_envs + 21) / a.num_envs)")
+replay_ratio=$(python -c "print(2 * (32 + 21) / 32)")
 declare -A FLAGS=(
-  [ratio_0]="--reanalyze-ratio 0"
-  [no_reanalysis_rr8]="--reanalyze-ratio 0 --replay-ratio 8"
-  [sample_rr2]="$SAMPLE"
+  [ratio_0]="$PUSH --reanalyze-ratio 0"
+  [no_reanalysis_rr8]="$PUSH --reanalyze-ratio 0 --replay-ratio 8"
+  [sample_rr2]="$SAMPLE --replay-ratio 2"
   [sample_rr4]="$SAMPLE --replay-ratio 4"
   [sample_rr8]="$SAMPLE --replay-ratio 8"
-  [sample_rr2_ratio1]="$SAMPLE --reanalyze-ratio 1"
+  [sample_rr2_ratio1]="$SAMPLE --replay-ratio 2 --reanalyze-ratio 1"
   [sample_rr4_ratio1]="$SAMPLE --replay-ratio 4 --reanalyze-ratio 1"
   [sample_rr4_td5]="$SAMPLE --replay-ratio 4 --td-steps 5"
   [sample_rr4_sim16]="$SAMPLE --replay-ratio 4 --reanalyze-num-simulations 16"
@@ -67,8 +72,8 @@ declare -A FLAGS=(
   [sample_rr4_search_bootstrap]="$SAMPLE --replay-ratio 4 --value-bootstrap search"
   [sample_rr4_max_priority]="$SAMPLE --replay-ratio 4 --new-data-max-priority"
   [sample_rr4_td5_max_priority]="$SAMPLE --replay-ratio 4 --td-steps 5 --new-data-max-priority"
-  [push_0.4]="--reanalyze-ratio 0.4 --reanalyze-mode push"
-  [matched_updates]="--reanalyze-ratio 0 --replay-ratio $replay_ratio"
+  [push_0.4]="$PUSH --reanalyze-ratio 0.4"
+  [matched_updates]="$PUSH --reanalyze-ratio 0 --replay-ratio $replay_ratio"
 )
 for setting in $SETTINGS; do
   # shellcheck disable=SC2086

@@ -25,12 +25,12 @@ sys.path.insert(0, REPO)
 import muzero_tools  # noqa: E402
 
 
-def settings(sample_flags: list) -> dict:
+def settings(sample_flags: list, plain_flags: list) -> dict:
     return {
-        "no reanalysis, replay ratio 2": ["--replay-ratio", "2"],
-        "sample, replay ratio 2": ["--replay-ratio", "2", *sample_flags],
-        "no reanalysis, replay ratio 8": ["--replay-ratio", "8"],
-        "sample, replay ratio 8": ["--replay-ratio", "8", *sample_flags],
+        "no reanalysis, replay ratio 2": [*plain_flags, "--replay-ratio", "2"],
+        "sample, replay ratio 2": [*sample_flags, "--replay-ratio", "2"],
+        "no reanalysis, replay ratio 8": [*plain_flags, "--replay-ratio", "8"],
+        "sample, replay ratio 8": [*sample_flags, "--replay-ratio", "8"],
     }
 
 
@@ -51,12 +51,14 @@ def main():
     parser.add_argument("--skip", type=int, default=3, help="actor iterations of 1,024 steps left out of the rates")
     parser.add_argument("--env-id", default="Breakout")
     parser.add_argument("--sample-flags", required=True, help="the flags of reanalysis at sampling time, one string")
+    parser.add_argument("--plain-flags", required=True, help="the flags of no reanalysis (the base's computation)")
     parser.add_argument("--out", default="docs/benchmark/muzero_minatar_reanalyze")
     cfg = parser.parse_args()
     rows = []
+    compared = settings(cfg.sample_flags.split(), cfg.plain_flags.split())
     with tempfile.TemporaryDirectory() as work:
         for round_index in range(cfg.rounds):
-            for setting_index, (setting, flags) in enumerate(settings(cfg.sample_flags.split()).items()):
+            for setting_index, (setting, flags) in enumerate(compared.items()):
                 command = [sys.executable, os.path.join(REPO, "muzero_minatar_reanalyze.py"), "--env-id", cfg.env_id]
                 command += ["--total-timesteps", str(cfg.total_timesteps), "--eval-episodes", "0", *flags]
                 name = f"cost{round_index}_{setting_index}"

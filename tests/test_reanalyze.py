@@ -21,6 +21,7 @@ def played():
         **TINY,
         num_envs=2,
         num_steps=16,
+        reanalyze_mode="push",
         dirichlet_fraction=0.0,
         reanalyze_pb_c_init=2.25,
         num_simulations=8,
@@ -141,6 +142,8 @@ def test_the_horizon_shortens_with_age_and_the_returns_follow_it():
 
 
 def sample_args(**kw):
+    """Sample mode at tiny sizes with nothing reanalysed, no horizon rule and v* bootstraps unless `kw` says otherwise."""
+    kw = {"reanalyze_ratio": 0.0, "td_age_updates": 0, "value_bootstrap": "search", **kw}
     return r.Args(**TINY, num_steps=8, unroll_steps=3, td_steps=3, batch_size=16, reanalyze_mode="sample", **kw)
 
 

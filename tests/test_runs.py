@@ -35,6 +35,9 @@ SMALL_RUN = (
     "--eval-episodes 2 --max-episode-steps 50 --eval-interval 768 --seed 3"
 ).split()
 REANALYZE_SEARCH = ["--reanalyze-num-simulations", "8"]  # the small run's reanalysis searches (its golden run's)
+# push mode with the base's replay ratio, priorities and bootstrap: the reanalyze script's settings before its defaults
+# became reanalysis at sampling time, pinned so that its golden runs (made on two cache sizes) still hold
+PUSH = "--reanalyze-mode push --replay-ratio 2 --priority-exponent 1 --value-bootstrap search --td-age-updates 0".split()
 
 
 def run(args, cwd, timeout=600, script=SCRIPT):
@@ -228,12 +231,13 @@ RUN_TAGS = (
 
 @pytest.fixture(scope="module")
 def reanalyze_runs(tmp_path_factory):
-    """muzero_minatar_reanalyze.py on the small run at reanalyze ratios 0 and 0.5 (push)."""
-    cwds = {ratio: tmp_path_factory.mktemp(f"reanalyze{ratio}") for ratio in ("0", "0.5")}
-    for ratio, d in cwds.items():  # one after the other, as two_runs
-        flags = [*SMALL_RUN, "--reanalyze-ratio", ratio, *REANALYZE_SEARCH]
-        run_together([(flags, d, REANALYZE_SCRIPT, None)])
-    return {ratio: glob.glob(str(d / "runs" / "*"))[0] for ratio, d in cwds.items()}
+    """muzero_minatar_reanalyze.py on the small run at push mode's reanalyze ratios 0 and 0.5, and at its defaults."""
+    flags = {ratio: [*SMALL_RUN, *PUSH, "--reanalyze-ratio", ratio, *REANALYZE_SEARCH] for ratio in ("0", "0.5")}
+    flags["defaults"] = SMALL_RUN
+    cwds = {name: tmp_path_factory.mktemp(f"reanalyze{name}") for name in flags}
+    for name, d in cwds.items():  # one after the other, as two_runs
+        run_together([(flags[name], d, REANALYZE_SCRIPT, None)])
+    return {name: glob.glob(str(d / "runs" / "*"))[0] for name, d in cwds.items()}
 
 
 def test_golden_run_muzero_minatar(two_runs, golden):
@@ -271,7 +275,7 @@ def test_golden_runs_on_other_caches_share_what_a_new_machine_is_held_to():
 def test_golden_run_muzero_minatar_reanalyze(reanalyze_runs, golden):
     golden(
         "muzero_minatar_reanalyze",
-        ["python", "muzero_minatar_reanalyze.py", *SMALL_RUN, "--reanalyze-ratio", "0.5", *REANALYZE_SEARCH],
+        ["python", "muzero_minatar_reanalyze.py", *SMALL_RUN, *PUSH, "--reanalyze-ratio", "0.5", *REANALYZE_SEARCH],
         scalars(reanalyze_runs["0.5"], RUN_TAGS + ("charts/reanalysed_positions", "reanalyze/")),
     )
 
@@ -295,6 +299,17 @@ def test_reanalyze_ratio_half_doubles_the_generated_targets(reanalyze_runs):
     assert len(changes) == 5 and all(np.isfinite(changes)) and max(changes) > 0  # newer parameters, new values
     ages = [v for _, v in half["reanalyze/targets_age_updates"]]
     assert all(0 <= a <= 160 for a in ages) and ages[-1] > 0
+
+
+def test_the_reanalyze_script_reanalyses_at_its_defaults(reanalyze_runs):
+    """No reanalysis flag: each update searches a quarter of its batch again (32 x 0.25 = 8 samples, K + 1 = 6
+    positions each) and trains on policies that differ from the stored ones; replay ratio 4, twice the base's updates."""
+    logged = scalars(reanalyze_runs["defaults"], ("charts/", "reanalyze/"))
+    updates = logged["charts/num_updates"][-1][1]
+    assert updates == 2 * scalars(reanalyze_runs["0"], ("charts/",))["charts/num_updates"][-1][1] == 160
+    assert logged["charts/reanalysed_positions"][-1][1] == updates * 8 * 6
+    changes = [v for _, v in logged["reanalyze/policy_change"]]
+    assert len(changes) == 5 and all(0 < change <= 1 for change in changes)
 
 
 def test_same_seed_same_logs(two_runs):
