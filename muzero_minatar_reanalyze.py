@@ -144,7 +144,7 @@ class Args:
     sampling: Literal["uniform", "proportional", "rank"] = "proportional"
     """how replay positions are drawn; priorities are |v* - G^N| (4.3.14)"""
     priority_exponent: float = 0.6
-    """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank) (EfficientZero: 0.6; base: 1)"""
+    """alpha: P(i) is proportional to p_i^alpha (proportional) or (1/rank_i)^alpha (rank)"""
     priority_epsilon: float = 0.01
     """added to the priorities so that no position has probability zero (proportional sampling)"""
     importance_exponent: float = 0.0
@@ -156,7 +156,7 @@ class Args:
     batch_size: int = 64
     """training targets per update over all learner devices and processes (thesis: 1024)"""
     replay_ratio: float = 4.0
-    """samples trained per environment step (thesis: 4; base: 2)"""
+    """samples trained per environment step (thesis: 4)"""
     learning_rate: float = 3e-3
     """Adam step size (thesis: 1e-2 at batch 1024; MuZero's pseudocode: SGD with momentum 0.9)"""
     max_grad_norm: float = 5.0
@@ -861,34 +861,32 @@ def make_reanalyze_fn(net: MuZeroNet, search: partial, args: Args):
 
 def fresh_policies(reanalyze_fn, target_params, window: dict, rng, args: Args) -> dict:
     """--reanalyze-mode sample: the window (B, L+K+N+1, ...) with p* of positions c .. c+K of its first
-    round(--reanalyze-ratio x B) samples replaced by a new search with the target network, all in one batch."""
+    round(--reanalyze-ratio x B) samples replaced by a new search with the target network, all in one batch; and
+    how far the new p* moved from the stored ones (total variation, mean over those positions)."""
     c = L = args.history_length
     K = args.unroll_steps
     R = round(args.reanalyze_ratio * len(window["valid"]))
     if R == 0:
-        return window
+        return window, jnp.float32(0)
     # steps j-L .. j of each position j = c .. c+K of the R samples: (R, K+1, L+1, ...), then (R (K+1), L+1, ...)
     histories = jax.tree.map(lambda a: jnp.stack([a[:R, j - L : j + 1] for j in range(c, c + K + 1)], 1), window)
     histories = jax.tree.map(lambda a: a.reshape(R * (K + 1), *a.shape[2:]), histories)
     num_actions = window["policy"].shape[-1]
     legal = (jnp.arange(num_actions) == 0) == histories["is_last"][:, L, None]  # the dummy action at the end only
-    policy, _ = reanalyze_fn(target_params, histories, legal, rng)
-    return {**window, "policy": window["policy"].at[:R, c : c + K + 1].set(policy.reshape(R, K + 1, num_actions))}
+    policy = reanalyze_fn(target_params, histories, legal, rng)[0].reshape(R, K + 1, num_actions)
+    change = 0.5 * jnp.abs(policy - window["policy"][:R, c : c + K + 1]).sum(-1).mean()
+    return {**window, "policy": window["policy"].at[:R, c : c + K + 1].set(policy)}, change
 
 
 def sampled_reanalysis(args: Args) -> int:
-    """--reanalyze-mode sample: positions whose p* fresh_policies searches again in one update on one learner device."""
-    if args.reanalyze_mode != "sample":
-        return 0
+    """Positions whose p* fresh_policies searches again in one update on one learner device (push mode: 0)."""
     per_device = args.batch_size // args.num_processes // len(args.learner_device_ids)
-    return round(args.reanalyze_ratio * per_device) * (args.unroll_steps + 1)
+    return (args.reanalyze_mode == "sample") * round(args.reanalyze_ratio * per_device) * (args.unroll_steps + 1)
 
 
 def segments_to_reanalyse(args: Args) -> int:
     """Segments reanalysed per actor iteration and thread: r of all segments entering replay (thesis 5.5's worker ratio)."""
-    if args.reanalyze_mode == "sample":  # (its searches are in the update)
-        return 0
-    return round(args.num_envs * args.reanalyze_ratio / (1 - args.reanalyze_ratio))
+    return 0 if args.reanalyze_mode == "sample" else round(args.num_envs * args.reanalyze_ratio / (1 - args.reanalyze_ratio))
 
 
 def reanalyze_segments(replay: Replay, reanalyze_fn, params, count: int, legal_fn, rng, version: int):
@@ -1019,17 +1017,14 @@ def make_update_fn(net: MuZeroNet, args: Args, optimizer: optax.GradientTransfor
 
     @partial(jax.pmap, axis_name="batch", devices=devices)  # the learner devices of every process, process by process
     def update(train_state: TrainState, window, weights):
-        stored_policies = window["policy"]
         if args.reanalyze_mode == "sample":  # the policy half of MuZero Reanalyze: one batched search per update
             rng = jax.random.fold_in(jax.random.fold_in(search_key, train_state.step), jax.lax.axis_index("batch"))
-            window = fresh_policies(reanalyze_fn, train_state.target_params, window, rng, args)
-        gradient_fn = jax.grad(loss_fn, has_aux=True)
-        grads, (metrics, value_errors) = gradient_fn(
+            window, policy_change = fresh_policies(reanalyze_fn, train_state.target_params, window, rng, args)
+        grads, (metrics, value_errors) = jax.grad(loss_fn, has_aux=True)(
             train_state.params, train_state.target_params, window, weights, train_state.step
         )
-        if sampled_reanalysis(args):  # how far the new p* moved from the stored ones: total variation, mean of the searched
-            change = 0.5 * jnp.abs(window["policy"] - stored_policies).sum() / sampled_reanalysis(args)
-            metrics = {**metrics, "reanalyze/policy_change": change}
+        if sampled_reanalysis(args):
+            metrics["reanalyze/policy_change"] = policy_change
         grads, metrics = jax.lax.pmean((grads, metrics), "batch")  # the whole batch's mean
         metrics["losses/grad_norm"] = optax.tree.norm(grads)
         updates, opt_state = optimizer.update(grads, train_state.opt_state, train_state.params)
@@ -1325,9 +1320,7 @@ def check_memory(args: Args, net, obs_shape, num_actions: int):
     step_bytes = sum(v.itemsize * math.prod(v.shape[2:]) for v in empty_segments(0, 1, obs_shape, num_actions).values())
     span = args.history_length + args.num_steps + args.unroll_steps + args.td_steps
     node_bytes = obs_shape[0] * obs_shape[1] * args.channels * 4 + (6 * num_actions + 5) * 4  # mctx.Tree per node
-    searched = segments_to_reanalyse(args) * (span - args.history_length)  # positions reanalysed at once
-    if args.reanalyze_mode == "sample":  # fresh_policies' searches on a learner device
-        searched = sampled_reanalysis(args)
+    searched = segments_to_reanalyse(args) * (span - args.history_length) or sampled_reanalysis(args)  # at once
     # a sample's arrays in the update: about 6 hidden states a block (and heads, projection) at each of K+2 inferences
     activations = 12 * (args.unroll_steps + 2) * (args.repr_blocks + args.dyn_blocks + args.pred_blocks + 2) * node_bytes
     needs = {  # bytes in this process, by the flags that set them

@@ -166,7 +166,7 @@ def watch_signals(reader: socket.socket):
     first = next_signal(reader, None)
     run = open_runs[-1] if open_runs else None
     if next_signal(reader, STOP_SECONDS) is None and run and run.num_updates > run.saved_updates:
-        print("still inside XLA: the run stops and saves once it returns; a second signal stops it at once", flush=True)
+        print("still inside XLA: the run stops once it returns; a second signal stops it at once", flush=True)
         next_signal(reader, None)
     print(f"{signal.Signals(first).name}: stopped at once; {continue_line(run)}", file=sys.stderr, flush=True)
     os._exit(128 + first)
@@ -476,7 +476,8 @@ def cli(main: Callable, args_class: type):
     threading.Thread(target=watch_signals, args=(reader,), name="signals", daemon=True).start()
     try:
         main(tyro.cli(args_class))
-    except Interrupted as e:
+    except Interrupted as e:  # (the model is saved: close_run)
+        print(f"{e}: stopped; {continue_line(open_runs[-1] if open_runs else None)}", file=sys.stderr, flush=True)
         sys.exit(128 + e.signum)
     except Exception as e:
         if not open_runs:

@@ -211,3 +211,18 @@ def test_the_committed_screens_cover_every_page_and_each_page_fits_12_screens():
     for row in rows:
         assert float(row["screens"]) <= 12.0, f"{row['page']}: {row['screens']} screens at 1280 x 800"
         assert os.path.exists(os.path.join(folder, row["page"].replace(".md", ".png")))
+
+
+def test_the_results_tree_is_indexed_and_small():
+    """docs/benchmark/README.md has a row for every folder one and two levels down and for no other: a folder left
+    behind, or a row whose folder is gone, fails. The tree holds at most 600 files (room for the Atari suite)."""
+    root = os.path.join(ROOT, "docs", "benchmark")
+    with open(os.path.join(root, "README.md")) as f:
+        rows = re.findall(r"^\| `([^`]+)/` \|", f.read(), flags=re.MULTILINE)
+    assert len(rows) == len(set(rows)), "a folder with two rows"
+    folders = [
+        os.path.relpath(d, root) for d in glob.glob(os.path.join(root, "*", "")) + glob.glob(os.path.join(root, "*", "*", ""))
+    ]
+    assert sorted(rows) == sorted(folders)
+    files = [p for p in glob.glob(os.path.join(root, "**"), recursive=True) if os.path.isfile(p)]
+    assert len(files) <= 600

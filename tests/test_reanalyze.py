@@ -248,13 +248,15 @@ def test_fresh_policies_search_the_first_samples_again_in_one_batch(played):
     args = dataclasses.replace(args, reanalyze_mode="sample", reanalyze_ratio=0.5)
     batch = jax.tree.map(jnp.asarray, replay.sample(8)[0])  # as the update receives it
     c, K = args.history_length, args.unroll_steps
-    same = r.fresh_policies(reanalyze_fn, params, batch, jax.random.PRNGKey(5), args)
+    same, _ = r.fresh_policies(reanalyze_fn, params, batch, jax.random.PRNGKey(5), args)
     played_steps = batch["valid"][:4, c : c + K + 1]
     assert played_steps.sum() > 10
     np.testing.assert_allclose(
         same["policy"][:4, c : c + K + 1][played_steps], batch["policy"][:4, c : c + K + 1][played_steps], atol=1e-6
     )
-    other = r.fresh_policies(reanalyze_fn, jax.tree.map(lambda x: x * 1.5, params), batch, jax.random.PRNGKey(5), args)
-    changed = np.abs(np.asarray(other["policy"]) - batch["policy"]).sum(-1) > 1e-3
+    other, change = r.fresh_policies(reanalyze_fn, jax.tree.map(lambda x: x * 1.5, params), batch, jax.random.PRNGKey(5), args)
+    distance = np.abs(np.asarray(other["policy"]) - batch["policy"]).sum(-1)
+    changed = distance > 1e-3
+    np.testing.assert_allclose(change, 0.5 * distance[:4, c : c + K + 1].mean(), rtol=1e-5)  # the update's logged change
     assert changed[:4, c : c + K + 1][played_steps].mean() > 0.5
     assert not changed[4:].any() and not changed[:, :c].any() and not changed[:, c + K + 1 :].any()

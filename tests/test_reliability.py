@@ -279,7 +279,7 @@ def test_a_second_signal_stops_a_run_stuck_in_xla_at_once_when_it_has_trained(tm
     proc.send_signal(signal.SIGINT)
     with pytest.raises(subprocess.TimeoutExpired):  # the trained parameters are worth the wait
         proc.wait(timeout=muzero_run.STOP_SECONDS + 2)
-    assert proc.stdout.readline().startswith("still inside XLA: the run stops and saves once it returns")
+    assert proc.stdout.readline().startswith("still inside XLA: the run stops once it returns")
     start = time.time()
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 130 and time.time() - start < 2

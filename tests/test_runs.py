@@ -411,6 +411,8 @@ def stop(d, sig, flags, stop_after, script=m, env=ENV, steps=256):
     else:
         saved = "updates are saved to"  # the model
         assert resume in stdout.splitlines() and saved in stdout and "Traceback" not in stderr, stdout + stderr[-3000:]
+        last = stderr.splitlines()[-1]  # the command that continues from the checkpoint
+        assert last.startswith(f"{signal.Signals(sig).name}: stopped; --resume {os.path.relpath(run_dir, d)} continues"), last
     return run_dir, stopped_at
 
 
