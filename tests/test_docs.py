@@ -226,3 +226,15 @@ def test_the_results_tree_is_indexed_and_small():
     assert sorted(rows) == sorted(folders)
     files = [p for p in glob.glob(os.path.join(root, "**"), recursive=True) if os.path.isfile(p)]
     assert len(files) <= 600
+
+
+def test_the_experiment_log_is_a_reference_of_at_most_6000_words():
+    """One section per question under each script's heading, each opening with its answer in one line."""
+    with open(os.path.join(ROOT, "docs", "experiment_log.md")) as f:
+        text = f.read()
+    assert len(text.split()) <= 6000
+    sections = re.split(r"^### ", text, flags=re.MULTILINE)[1:]
+    assert len(sections) >= 15
+    for section in sections:
+        title, body = section.split("\n", 1)
+        assert body.lstrip().startswith("**Answer:**"), f"{title}: no answer line"
