@@ -131,8 +131,7 @@ QUOTED = re.compile(r"(?<![\d.])[-+]?(?:\d+\.\d+%|\d+\.\d{2,}|\d+%)(?!\.?\d)")
 ANALYSIS_CSVS = [
     "docs/benchmark/analysis/**/*.csv",
     "docs/benchmark/muzero_breakthrough/*.csv",
-    "docs/benchmark/muzero_breakthrough/openspiel_view/*.csv",
-    "docs/benchmark/muzero_breakthrough/openspiel_view/ladder/seed1/*.csv",
+    "docs/benchmark/muzero_breakthrough/ladder/seed1/*.csv",
     "docs/benchmark/muzero_minatar/Breakout.csv",
     "docs/benchmark/muzero_minatar/runs.csv",
 ]

@@ -2,6 +2,7 @@
 their sha256 checked, and play at their benchmark's level: README's `evaluate` snippet with the MinAtar one, `evaluate`
 with the reanalysis and Atari ones, `match` with the Breakthrough ones (5x5 and 8x8)."""
 
+import json
 import os
 import re
 
@@ -32,6 +33,31 @@ def test_readme_evaluate_snippet_plays_the_committed_breakout_model_far_above_a_
     exec(snippet, namespace)
     assert len(namespace["returns"]) == 10
     assert np.mean(namespace["returns"]) > 10 * random_return("muzero_minatar", "Breakout")
+    with open(os.path.join(ROOT, "README.md")) as f:
+        printed = re.search(r"It prints `mean return ([\d.]+) over 10 episodes`", f.read()).group(1)
+    assert f"{np.mean(namespace['returns']):.2f}" == printed  # what README says it prints
+
+
+@pytest.mark.parametrize(
+    "model, runs",
+    [
+        (BREAKTHROUGH_MODEL, "muzero_breakthrough/runs.csv"),
+        (BREAKTHROUGH_8X8_MODEL, "muzero_breakthrough/board_8/runs.csv"),
+        (REANALYZE_MODEL, "muzero_minatar_reanalyze/experiment/sample_rr4/runs.csv"),
+        (ATARI_MODEL, "muzero_atari_multigpu/runs.csv"),
+        ("docs/benchmark/muzero_minatar/models/Breakout__muzero_minatar__1.muzero_model", "muzero_minatar/runs.csv"),
+    ],
+)
+def test_a_committed_model_names_the_steps_its_run_trained(model, runs):
+    """The model's .json gives its flags and `step`, the environment steps (frames, plies) of the benchmark run it ends."""
+    with open(os.path.join(ROOT, model + ".json")) as f:
+        saved = json.load(f)
+    table = pd.read_csv(os.path.join(ROOT, "docs", "benchmark", runs))
+    row = table[(table.seed == saved["seed"]) & (table.exp_name == saved["exp_name"])]
+    if "env_id" in saved:  # (Breakthrough's board is its flag board_size)
+        row = row[row.env_id == saved["env_id"]]
+    steps = row["plies" if "plies" in table else "frames"].item()
+    assert saved["step"] == steps and saved["total_timesteps"] >= steps
 
 
 def test_the_committed_reanalyze_model_plays_breakout_far_above_a_random_policy():
