@@ -1977,6 +1977,12 @@ class Compare:
     out: str
 
 
+def minutes_cell(group: pd.DataFrame) -> str:
+    """Mean wall time of a row's runs, and how many CPU lines they ran on when more than one."""
+    lines = group.machine.nunique()
+    return f"{group.wall_time_min.mean():.1f}" + (f" ({lines} lines)" if lines > 1 else "")
+
+
 def run_compare(cfg: Compare):
     folders, out = cfg.runs, cfg.out
     missing = [folder for folder in folders if not os.path.isfile(os.path.join(folder, "runs.csv"))]
@@ -2021,7 +2027,7 @@ def run_compare(cfg: Compare):
                 f"| {env_id} | {label} | {', '.join(map(str, sorted(group.seed)))} | "
                 f"{group.final_eval_return.mean():.2f} ({per_seed}) | "
                 f"{group.final_train_return_last_50k.mean():.2f} | "
-                f"{group.wall_time_min.mean():.1f} | {reach} ({' / '.join(f'{v:.1f}' for v in levels)}) |"
+                f"{minutes_cell(group)} | {reach} ({' / '.join(f'{v:.1f}' for v in levels)}) |"
             )
         axes[0].set(title=f"{game_title(env_id)}: training return", xlabel="environment frames", ylabel="return")
         axes[1].set(title="against wall time", xlabel="minutes since the start of the run (mean over seeds)")
@@ -2034,7 +2040,8 @@ def run_compare(cfg: Compare):
         "Each game's rows hold the seeds that every configuration has run on it (experiment.csv lists all runs). "
         "Training return: mean over seeds of training episodes, in bins of 20k frames (training planner, "
         "with exploration noise). Frames to 25 / 50 / 75% of the best: the first bin whose mean is at or above "
-        "that share of the best configuration's last-bin mean (the levels in brackets; never: not reached). Machine: "
+        "that share of the best configuration's last-bin mean (the levels in brackets; never: not reached). Minutes a "
+        "run: the mean of the row's runs, each on 2 cores; '(n lines)' where they ran on n CPU lines. Machine: "
         + "; ".join(sorted(set(m for group in tabled for m in group.machine)))
         + ". Commits: "
         + ", ".join(sorted(set(c for group in tabled for c in group.commit)))

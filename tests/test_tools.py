@@ -905,6 +905,7 @@ def test_compare_lists_every_seed_and_the_frames_each_setting_needs(tmp_path):
     assert cells["ratio_0"][2] == cells["push_0.4"][2] == "1, 2"
     assert cells["ratio_0"][3] == "22.00 (17.00 / 27.00)" and cells["push_0.4"][3] == "23.00 (18.00 / 28.00)"
     assert cells["ratio_0"][6].startswith("30k / 50k / never") and cells["push_0.4"][6].startswith("10k / 30k / 50k")
+    assert cells["ratio_0"][5] == "20.0 (2 lines)"  # minutes a run, its seeds on two machines (m1, m2)
     # the footer names the tabled runs' machines and commits, not those of ratio_0's untabled seed 3
     assert rows[-1].endswith("Machine: m1; m2. Commits: c1, c2.")
 
