@@ -32,7 +32,9 @@ SMALL_NET = dict(
 )
 SCRIPTS = {
     "muzero_minatar": (SMALL_NET, (10, 10, 4), 4),
-    "muzero_minatar_reanalyze": (SMALL_NET, (10, 10, 4), 4),
+    # its defaults but for the sampled search: each device searches again the first samples of its own share of the
+    # batch, with its own noise, so that part is the one-device update in distribution, not value for value
+    "muzero_minatar_reanalyze": ({**SMALL_NET, "reanalyze_ratio": 0.0}, (10, 10, 4), 4),
     "muzero_breakthrough": (SMALL_NET, (5, 5, 4), 301),
     "muzero_atari_multigpu": ({**SMALL_NET, "resolution": 32}, (32, 32, 1), 5),
 }
