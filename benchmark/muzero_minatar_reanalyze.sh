@@ -56,8 +56,9 @@ if [ -n "${COST:-}" ]; then
   exec python benchmark/muzero_minatar_reanalyze_cost.py --sample-flags "$SAMPLE" --plain-flags "$PUSH --reanalyze-ratio 0" \
     --out "$BASE" "$@"
 fi
-# 32 environments: ratio 0.4 adds round(32 x 0.4 / 0.6) = 21 reanalysed segments to the 32 played each iteration
-replay_ratio=$(python -c "print(2 * (32 + 21) / 32)")
+# 32 environments: ratio 0.4 adds round(32 x 0.4 / 0.6) = 21 reanalysed segments to the 32 played each iteration, so
+# push's updates at replay ratio 2 are those of replay ratio 2 x (32 + 21) / 32 without it
+replay_ratio=3.3125
 declare -A FLAGS=(
   [ratio_0]="$PUSH --reanalyze-ratio 0"
   [no_reanalysis_rr8]="$PUSH --reanalyze-ratio 0 --replay-ratio 8"
