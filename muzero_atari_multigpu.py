@@ -1164,7 +1164,7 @@ def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed, record:
 
 
 def log_evaluation(run: muzero_run.Run, eval_act_fn, params, iteration: int, global_step: int) -> str:
-    """Plays --eval-episodes episodes (seeded by the iteration), logs charts/eval_*, saves the first as an annotated
+    """Plays --eval-episodes episodes (seeded by the iteration), logs charts/eval_*, saves the first as a
     GIF with --capture-video; returns the result for the console."""
     args = run.args
     params = jax.device_put(params, jax.local_devices()[args.actor_device_ids[0]])  # on the first of --actor-device-ids
@@ -1172,6 +1172,7 @@ def log_evaluation(run: muzero_run.Run, eval_act_fn, params, iteration: int, glo
     returns, lengths, recording = evaluate_policy(eval_act_fn, params, args, args.eval_episodes, seed, args.capture_video)
     run.writer.add_scalar("charts/eval_episodic_return", float(np.mean(returns)), global_step)
     run.writer.add_scalar("charts/eval_episodic_length", float(np.mean(lengths)), global_step)
+    run.writer.add_scalar("charts/eval_standard_error", float(np.std(returns) / np.sqrt(len(returns))), global_step)
     if args.capture_video:
         muzero_run.save_gif(recording.frames, f"videos/{os.path.basename(run.dir)}/eval_{global_step}.gif")
     return f"eval_return={np.mean(returns):.2f}"

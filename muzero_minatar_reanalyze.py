@@ -1245,7 +1245,7 @@ def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed, record:
 
 
 def log_evaluation(run: muzero_run.Run, eval_act_fn, params, iteration: int, global_step: int) -> str:
-    """Plays --eval-episodes episodes (seeded by the iteration), logs charts/eval_*, saves the first as an annotated
+    """Plays --eval-episodes episodes (seeded by the iteration), logs charts/eval_*, saves the first as a
     GIF with --capture-video; returns the result for the console."""
     args = run.args
     params = jax.device_put(params, jax.local_devices()[args.actor_device_ids[0]])  # on the first of --actor-device-ids

@@ -1471,6 +1471,12 @@ def run_collect(cfg: Collect):
             "frames": returns[-1].step,
             "final_eval_return": returns[-1].value,
             "eval_episodes": int(flags["eval_episodes"]),
+            # NaN for runs made before the scripts logged it
+            "final_eval_standard_error": (
+                events.Scalars("charts/eval_standard_error")[-1].value
+                if "charts/eval_standard_error" in events.Tags()["scalars"]
+                else np.nan
+            ),
             "final_train_return_last_50k": last_train.mean(),
         }
         result = f"final evaluation return {returns[-1].value:.2f} at {returns[-1].step} frames"
@@ -1538,21 +1544,76 @@ def atari_aggregates(runs: pd.DataFrame, reps: int = 50_000, seed: int = 0) -> d
     return result
 
 
-def atari_summary(runs: pd.DataFrame) -> list[str]:
-    """The human-normalised score of each game of `runs` (its seeds' mean) and the aggregates (atari_aggregates), as
-    markdown lines of results.md."""
+# The published agents' Atari 100k scores, game by game (raw returns after 100k agent steps): DER as SPR's per-game
+# table gives it (Schwarzer et al. 2021); CURL, DrQ, SPR, MuZero (run at 100k by EfficientZero's authors) and
+# EfficientZero as EfficientZero's Table 1 gives them (Ye et al. 2021). Normalised over the 26 games, each column gives
+# its paper's mean and median (tests/test_tools.py checks this).
+ATARI_REFERENCES = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "docs/benchmark/muzero_atari_multigpu/references.csv"
+)
+
+
+def above_random(runs: pd.DataFrame, random: pd.DataFrame) -> pd.Series:
+    """Per game of `runs` (rows of runs.csv), whether the seeds' mean final evaluation is above the random player's
+    (random.csv) by more than twice the standard error of the difference, sqrt(ours^2 + random's^2): ours from the
+    final evaluations' own errors (sqrt of their sum of squares / seeds); NaN where an error is missing."""
+    games = runs.groupby("env_id").agg(
+        score=("final_eval_return", "mean"),
+        error=("final_eval_standard_error", lambda errors: np.sqrt((errors**2).sum(min_count=len(errors))) / len(errors)),
+    )
+    random = random.set_index("env_id").reindex(games.index)
+    margin = 2 * np.sqrt(games.error**2 + random.standard_error**2)
+    return (games.score - random.random_return > margin).where(margin.notna())
+
+
+def atari_summary(runs: pd.DataFrame, random: pd.DataFrame) -> list[str]:
+    """Markdown lines of results.md: per game, ours (the seeds' mean), normalised, against our random player
+    (above_random) and beside the published agents (ATARI_REFERENCES); then the aggregates (atari_aggregates) of
+    ours and of each published agent over the same games."""
+    references = read_table(ATARI_REFERENCES).set_index("game")
+    agents = list(references.columns)
     games = runs.groupby("env_id").final_eval_return.mean()
-    normalised = ", ".join(f"{env_id.split('-v')[0]} {human_normalised(env_id, score):.3f}" for env_id, score in games.items())
-    cells = " | ".join(f"{point:.3f} ({low:.3f} – {high:.3f})" for point, low, high in atari_aggregates(runs).values())
-    return [
-        f"Human-normalised, seeds' mean: {normalised}.",
+    above = above_random(runs, random) if "final_eval_standard_error" in runs and len(random) else pd.Series(dtype=float)
+    rows = [
+        f"| game | ours | normalised | random player (ours) | above it | random | human | {' | '.join(agents)} |",
+        "|---" * (7 + len(agents)) + "|",
+    ]
+    floor = random.set_index("env_id").random_return if len(random) else pd.Series(dtype=float)
+    for env_id, score in games.items():
+        game = env_id.split("-v")[0]
+        verdict = {True: "yes", False: "no"}.get(above.get(env_id), "–")
+        cells = [f"{score:.1f}", f"{human_normalised(env_id, score):.3f}", f"{floor.get(env_id, np.nan):.1f}", verdict]
+        cells += [f"{value:g}" for value in (*ATARI_100K[game], *references.loc[game])]
+        rows.append(f"| {game} | {' | '.join(cells)} |")
+    decided = above.dropna()
+    rows += [
         "",
-        "| games | runs a game | median | mean | IQM |",
-        "|---|---|---|---|---|",
-        f"| {len(games)} | {len(runs) // len(games)} | {cells} |",
+        f"Above our random player by more than twice the standard error of the difference: {int(decided.sum())} of "
+        f"{len(decided)} games (the errors of the final evaluation's episodes and of random.csv's)."
+        if len(decided)
+        else "Above our random player: not decided (the runs' evaluations carry no standard error, or random.csv is missing).",
+        "Normalised: (score - random) / (human - random), by the standard table (DQN Zoo). Published agents: DER as "
+        "SPR's per-game table gives it (Schwarzer et al. 2021); CURL, DrQ, SPR, MuZero (run by EfficientZero's authors) "
+        "and EfficientZero as EfficientZero's Table 1 gives them (Ye et al. 2021); they play without sticky actions.",
+        protocol_line(runs),
         "",
-        "(score - random) / (human - random), by the standard table (DQN Zoo); 95% intervals: rliable's stratified "
-        "bootstrap over runs, 50,000 resamples.",
+        "| agent | games | runs a game | median | mean | IQM |",
+        "|---|---|---|---|---|---|",
+    ]
+    tables = {"MuZero (ours)": runs}
+    for agent in agents:  # one run a game: the points alone
+        scores = references.loc[[env_id.split("-v")[0] for env_id in games.index], agent]
+        tables[agent] = pd.DataFrame({"env_id": games.index, "seed": 1, "final_eval_return": scores.to_numpy()})
+    for agent, table in tables.items():
+        cells = " | ".join(
+            f"{point:.3f}" + (f" ({low:.3f} – {high:.3f})" if low < high else "")
+            for point, low, high in atari_aggregates(table).values()
+        )
+        rows.append(f"| {agent} | {len(games)} | {len(table) // len(games)} | {cells} |")
+    return rows + [
+        "",
+        "Human-normalised, over the games of the table above (the published agents' too). Our 95% intervals: rliable's "
+        "stratified bootstrap over runs, 50,000 resamples (none with one run a game).",
         protocol_line(runs),
     ]
 
@@ -1610,7 +1671,7 @@ def run_report(cfg: Report):
     if os.path.exists(os.path.join(out, "ppo", "ppo.csv")):
         rows += ["", *ppo_comparison(out)]
     if all(env_id.split("-v")[0] in ATARI_100K and "-v" in env_id for env_id in runs.env_id):
-        rows += ["", *atari_summary(runs)]
+        rows += ["", *atari_summary(runs, read_table(random_path) if os.path.exists(random_path) else pd.DataFrame())]
     write_markdown(os.path.join(out, "results.md"), rows)
     # the curves as a markdown table of images, for the docs page (paths relative to docs/)
     games = sorted(runs.env_id.unique())

@@ -1039,3 +1039,44 @@ def test_atari_scores_are_human_normalised_by_the_standard_table_and_aggregated_
         assert low <= point <= high and low < high  # two runs a game that differ: an interval, not a point
     with pytest.raises(tools.BadInput, match="every game at the same seeds"):
         tools.atari_aggregates(runs.iloc[:5])
+
+
+def test_the_published_agents_per_game_scores_give_their_papers_aggregates():
+    """references.csv, normalised over the 26 games, gives the mean and median each paper states (DER: SPR's table;
+    the others: EfficientZero's Table 1, which gives SPR's mean as 0.704)."""
+    references = tools.read_table(tools.ATARI_REFERENCES).set_index("game")
+    assert sorted(references.index) == sorted(tools.ATARI_100K)
+    published = {  # mean, median
+        "DER": (0.285, 0.161), "CURL": (0.381, 0.175), "DrQ": (0.357, 0.268), "SPR": (0.704, 0.415),
+        "MuZero": (0.562, 0.227), "EfficientZero": (1.943, 1.090),
+    }  # fmt: skip
+    for agent, (mean, median) in published.items():
+        normalised = [tools.human_normalised(f"{game}-v5", score) for game, score in references[agent].items()]
+        assert np.mean(normalised) == pytest.approx(mean, abs=0.0011), agent
+        assert np.median(normalised) == pytest.approx(median, abs=0.0006), agent
+
+
+def test_a_game_is_above_the_random_player_by_twice_the_standard_error_of_the_difference():
+    runs = pd.DataFrame(
+        {
+            "env_id": ["Pong-v5", "Pong-v5", "Boxing-v5", "Breakout-v5"],
+            "seed": [1, 2, 1, 1],
+            "final_eval_return": [-18.0, -20.0, 3.0, 5.0],
+            "final_eval_standard_error": [0.3, 0.4, 1.0, np.nan],
+        }
+    )
+    random = pd.DataFrame(
+        {
+            "env_id": ["Pong-v5", "Boxing-v5", "Breakout-v5"],
+            "random_return": [-20.5, 0.4, 1.4],
+            "standard_error": [0.1, 0.9, 0.1],
+        }
+    )
+    # Pong: 1.5 above, ours sqrt(0.3^2 + 0.4^2) / 2 = 0.25, margin 2 sqrt(0.25^2 + 0.1^2) = 0.539; Boxing: 2.6 above,
+    # margin 2 sqrt(1 + 0.81) = 2.691; Breakout: no error, not decided
+    above = tools.above_random(runs, random)
+    assert above["Pong-v5"] == 1 and above["Boxing-v5"] == 0 and np.isnan(above["Breakout-v5"])
+    lines = tools.atari_summary(runs, random)
+    assert any("1 of 2 games" in line for line in lines)
+    assert "| Boxing | 3.0 | 0.242 | 0.4 | no | 0.1 | 12.1 | 0.2 | 1.2 | 6 | 35.8 | 15.1 | 52.7 |" in lines
+    assert "| Pong | -19.0 | 0.048 | -20.5 | yes | -20.7 | 14.6 | -19.3 | -16.5 | -8.5 | -5.9 | -6.7 | 20.1 |" in lines
