@@ -16,7 +16,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BREAKTHROUGH_MODEL = "docs/benchmark/muzero_breakthrough/models/breakthrough__muzero_breakthrough__1.muzero_model"
 BREAKTHROUGH_8X8_MODEL = "docs/benchmark/muzero_breakthrough/models/breakthrough__muzero_breakthrough_8x8__1.muzero_model"
 REANALYZE_MODEL = "docs/benchmark/muzero_minatar_reanalyze/models/Breakout__muzero_minatar_reanalyze__1.muzero_model"
-ATARI_MODEL = "docs/benchmark/muzero_atari_multigpu/models/Breakout-v5__muzero_atari_multigpu__1.muzero_model"
+ATARI_MODEL = (
+    "docs/benchmark/muzero_atari_multigpu/breakout_pong_sticky/models/Breakout-v5__muzero_atari_multigpu__1.muzero_model"
+)
 
 
 def random_return(benchmark: str, env_id: str) -> float:
@@ -44,7 +46,7 @@ def test_readme_evaluate_snippet_plays_the_committed_breakout_model_far_above_a_
         (BREAKTHROUGH_MODEL, "muzero_breakthrough/runs.csv"),
         (BREAKTHROUGH_8X8_MODEL, "muzero_breakthrough/board_8/runs.csv"),
         (REANALYZE_MODEL, "muzero_minatar_reanalyze/experiment/sample_rr4/runs.csv"),
-        (ATARI_MODEL, "muzero_atari_multigpu/runs.csv"),
+        (ATARI_MODEL, "muzero_atari_multigpu/breakout_pong_sticky/runs.csv"),
         ("docs/benchmark/muzero_minatar/models/Breakout__muzero_minatar__1.muzero_model", "muzero_minatar/runs.csv"),
     ],
 )

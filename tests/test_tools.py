@@ -3,7 +3,9 @@
 import dataclasses
 import importlib.util
 import json
+import os
 import shutil
+import subprocess
 import time
 
 import jax
@@ -1054,6 +1056,17 @@ def test_the_published_agents_per_game_scores_give_their_papers_aggregates():
         normalised = [tools.human_normalised(f"{game}-v5", score) for game, score in references[agent].items()]
         assert np.mean(normalised) == pytest.approx(mean, abs=0.0011), agent
         assert np.median(normalised) == pytest.approx(median, abs=0.0006), agent
+
+
+def test_the_atari_suite_runs_the_26_games_of_the_standard_table():
+    listed = subprocess.run(
+        ["bash", "benchmark/muzero_atari_multigpu.sh"],
+        env={**os.environ, "ALL_GAMES": "1"},
+        cwd=tools.REPO,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert sorted(listed) == sorted(f"{game}-v5" for game in tools.ATARI_100K)
 
 
 def test_a_game_is_above_the_random_player_by_twice_the_standard_error_of_the_difference():
