@@ -1582,7 +1582,8 @@ def atari_summary(runs: pd.DataFrame, random: pd.DataFrame) -> list[str]:
     for env_id, score in games.items():
         game = env_id.split("-v")[0]
         verdict = {True: "yes", False: "no"}.get(above.get(env_id), "–")
-        cells = [f"{score:.1f}", f"{human_normalised(env_id, score):.3f}", f"{floor.get(env_id, np.nan):.1f}", verdict]
+        floor_cell = f"{floor[env_id]:.1f}" if env_id in floor else "–"
+        cells = [f"{score:.1f}", f"{human_normalised(env_id, score):.3f}", floor_cell, verdict]
         cells += [f"{value:g}" for value in (*ATARI_100K[game], *references.loc[game])]
         rows.append(f"| {game} | {' | '.join(cells)} |")
     decided = above.dropna()
