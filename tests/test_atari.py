@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 import numpy as np
+import pandas as pd
 import pytest
 
 import muzero_atari_multigpu as ma
@@ -266,6 +267,14 @@ def test_a_threaded_run_logs_both_threads_and_saves_a_model_that_plays(threaded_
     assert max(float(np.abs(x - y).max()) for x, y in zip(jax.tree.leaves(params), init)) > 1e-3  # it trained
     returns = tools.evaluate(os.path.join(threaded_run, MODEL), eval_episodes=2)  # whole games
     assert returns.shape == (2,) and (returns >= 0).all()
+
+
+def test_a_run_logs_its_evaluations_standard_error_and_collect_keeps_the_last(threaded_run, tmp_path):
+    errors = scalars(threaded_run, ("charts/eval_standard_error",))["charts/eval_standard_error"]
+    assert [step for step, _ in errors] == [384, 768] and all(error >= 0 for _, error in errors)
+    tools.run_collect(tools.Collect(threaded_run, wall_time=60, out=str(tmp_path)))
+    runs = pd.read_csv(tmp_path / "runs.csv")
+    assert runs.final_eval_standard_error.tolist() == [pytest.approx(errors[-1][1])]
 
 
 def test_resume_after_kill_replays_the_games_and_ends_as_the_uninterrupted_run(threaded_run, tmp_path):

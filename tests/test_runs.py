@@ -341,8 +341,7 @@ def test_benchmark_results_step(two_runs, tmp_path):
     assert list(zip(curve.step, curve.eval_return))[:2] == [(s, pytest.approx(v)) for s, v in evals]
     runs = pd.read_csv(out / "runs.csv")
     assert runs.seed.tolist() == [3, 4] and runs.wall_time_min.tolist() == [1.0, 2.0]
-    (error,) = {value for _, value in scalars(run_dir, ("charts/eval_standard_error",))["charts/eval_standard_error"][-1:]}
-    assert runs.final_eval_standard_error.tolist() == [pytest.approx(error)] * 2 and error >= 0
+    assert runs.final_eval_standard_error.isna().all()  # muzero_minatar.py does not log it (the Atari script does)
     final = evals[-1][1]
     table = open(out / "results.md").read()
     assert (
