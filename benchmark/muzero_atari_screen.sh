@@ -10,7 +10,7 @@
 #
 # The full `gumbel` setting costs what the defaults cost; it ran on RoadRunner alone and is not in the default list.
 #
-# Runs checkpoint every 25k steps; with RESUME=1 a stopped run continues (benchmark/run_seed.sh) and a finished one
+# Runs checkpoint every 10k steps; with RESUME=1 a stopped run continues (benchmark/run_seed.sh) and a finished one
 # is not run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ for setting in ${SETTINGS:-gumbel_lean defaults}; do
     out=docs/benchmark/muzero_atari_multigpu/screen/$setting
     if [ -n "${RESUME:-}" ] && [ -f "$out/runs.csv" ] && grep -q "^$game,1," "$out/runs.csv"; then continue; fi
     # shellcheck disable=SC2086  # the setting's flags are words
-    GAMES=$game SEEDS=1 CHECKPOINT_INTERVAL=25000 SCRIPT=muzero_atari_multigpu.py OUT=$out bash benchmark/muzero_minatar.sh \
+    GAMES=$game SEEDS=1 CHECKPOINT_INTERVAL=10000 SCRIPT=muzero_atari_multigpu.py OUT=$out bash benchmark/muzero_minatar.sh \
       --exp-name "screen_$setting" --sticky-action-prob 0 --eval-interval 25000 --eval-episodes 16 ${FLAGS[$setting]}
   done
 done
