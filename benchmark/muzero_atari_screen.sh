@@ -8,7 +8,8 @@
 #   bash benchmark/muzero_atari_screen.sh                                   # each setting over the 5 games, cheapest first
 #   GAMES="Pong-v5" SETTINGS="gumbel" RESUME=1 bash benchmark/muzero_atari_screen.sh
 #
-# The full `gumbel` setting costs what the defaults cost; it ran on RoadRunner alone and is not in the default list.
+# The full `gumbel` setting has the defaults' simulations and replay ratio; it ran on RoadRunner alone and is not in the
+# default list.
 #
 # Runs checkpoint every 10k steps; with RESUME=1 a stopped run continues (benchmark/run_seed.sh) and a finished one
 # is not run again.

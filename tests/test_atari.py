@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 import muzero_atari_multigpu as ma
+import muzero_run
 import muzero_tools as tools
 from test_runs import resume_to_the_end, run_together, scalars, stop
 from test_tools import load_benchmark
@@ -275,6 +276,17 @@ def test_a_run_logs_its_evaluations_standard_error_and_collect_keeps_the_last(th
     tools.run_collect(tools.Collect(threaded_run, wall_time=60, out=str(tmp_path)))
     runs = pd.read_csv(tmp_path / "runs.csv")
     assert runs.final_eval_standard_error.tolist() == [pytest.approx(errors[-1][1])]
+
+
+def test_the_evaluations_standard_error_is_the_returns_deviation_over_the_root_of_the_episodes(monkeypatch):
+    returns = np.array([1.0, 2.0, 3.0, 6.0])  # mean 3, deviation sqrt(3.5) (ddof 0): standard error sqrt(3.5) / 2
+    monkeypatch.setattr(ma, "evaluate_policy", lambda *_: (returns, np.full(4, 10), None))
+    logged = {}
+    writer = type("Writer", (), {"add_scalar": lambda self, tag, value, step: logged.update({tag: (value, step)})})()
+    run = muzero_run.Run("muzero_atari_multigpu", ma.Args(eval_episodes=4), "runs/x", writer)
+    assert ma.log_evaluation(run, None, {}, iteration=3, global_step=512) == "eval_return=3.00"
+    assert logged["charts/eval_standard_error"] == (pytest.approx(np.sqrt(3.5) / 2), 512)
+    assert logged["charts/eval_episodic_return"] == (3.0, 512)
 
 
 def test_resume_after_kill_replays_the_games_and_ends_as_the_uninterrupted_run(threaded_run, tmp_path):
