@@ -125,7 +125,9 @@ class Args:
     q_min_range: float = 1e-8
     """least range the Q-values of a node are min-max normalised by (muzero planner; mctx: 1e-8; EfficientZero: 0.01)"""
     gumbel_scale: float = 1.0
-    """scale of the Gumbel noise in training (gumbel planner; evaluation uses 0)"""
+    """scale of the Gumbel noise in training (gumbel planner)"""
+    eval_gumbel_scale: float = 0.0
+    """scale of the Gumbel noise in evaluation (gumbel planner; 0: the greedy choice, mctx's advice for board games)"""
     max_num_considered_actions: int = 16
     """actions considered by Sequential Halving at the root (gumbel planner)"""
     gumbel_rescale_q: bool = True
@@ -215,7 +217,7 @@ def flag_rules(args: Args) -> list:
         ),
         (
             "dyn_blocks pred_blocks eval_episodes learning_starts checkpoint_interval pb_c_init eval_pb_c_init "
-            "gumbel_scale priority_exponent value_coef reward_coef consistency_coef l2_coef",
+            "gumbel_scale eval_gumbel_scale priority_exponent value_coef reward_coef consistency_coef l2_coef",
             lambda v: v >= 0,
             "non-negative",
         ),
@@ -495,12 +497,12 @@ def init_params(net: MuZeroNet, args: Args, key):
 # ---------------------------------------------------------------------------------------------
 def planner_configs(args: Args) -> tuple[partial, partial]:
     """The mctx policy with its options, in training and in evaluation (Table 5.1)."""
-    if args.planner == "gumbel":  # evaluation without Gumbel noise: the greedy choice
+    if args.planner == "gumbel":
         policy = mctx.gumbel_muzero_policy
         qtransform = partial(mctx.qtransform_completed_by_mix_value, rescale_values=args.gumbel_rescale_q)
         shared = dict(max_num_considered_actions=args.max_num_considered_actions, qtransform=qtransform)
         train_options = dict(gumbel_scale=args.gumbel_scale)
-        test_options = dict(gumbel_scale=0.0)
+        test_options = dict(gumbel_scale=args.eval_gumbel_scale)
     else:
         policy = mctx.muzero_policy
         # Q-values are min-max normalised over the node and its children: a range of 1e-4, noise on a near-flat early

@@ -1268,7 +1268,9 @@ def protocol(flags: dict) -> str:
     """How a run is evaluated, in words, from its flags (values as run_flags gives them): the environment's rules, the
     evaluations' schedule and size, and the evaluation planner. What a results table's protocol line says."""
     if flags["planner"] == "gumbel":
-        planner = f"Gumbel MuZero with {flags['eval_num_simulations']} simulations, its action without Gumbel noise"
+        scale = float(flags.get("eval_gumbel_scale", 0))  # runs before --eval-gumbel-scale evaluated at 0
+        noise = f"with Gumbel noise of scale {scale:g}" if scale else "without Gumbel noise"
+        planner = f"Gumbel MuZero with {flags['eval_num_simulations']} simulations, its action {noise}"
     else:
         planner = (
             f"PUCT with {flags['eval_num_simulations']} simulations, the action drawn from the visit counts at "

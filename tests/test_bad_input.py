@@ -59,6 +59,7 @@ CASES = [  # (script, command-line flags, what the message must name, what is on
     (m, "--pb-c-init -5", "--pb-c-init must be non-negative", None),
     (m, "--dirichlet-alpha inf", "--dirichlet-alpha", None),
     (m, "--gumbel-scale nan", "--gumbel-scale", None),
+    (m, "--eval-gumbel-scale -1", "--eval-gumbel-scale must be non-negative", None),
     (m, "--buffer-size 1000000000000", MEMORY + "--buffer-size", None),
     (m, "--num-simulations 100000000", MEMORY + "--num-envs/--num-simulations", None),
     (m, "--eval-episodes 1000000000", MEMORY + "--eval-episodes/--eval-num-simulations", None),

@@ -213,6 +213,18 @@ def test_planner_chooses_the_rewarding_action(planner):
     np.testing.assert_array_equal(out.action_weights[:, 2], 0.0)
 
 
+def test_gumbel_evaluation_is_greedy_unless_given_gumbel_noise():
+    root, recurrent_fn = rewarding_model()
+    legal = jnp.ones((8, 4), bool).at[:, 0].set(False)
+    actions = {}
+    for scale in (0.0, 100.0):  # noise far larger than the logits and Q: the choice is close to uniform
+        test_cfg = m.planner_configs(m.Args(planner="gumbel", eval_gumbel_scale=scale))[1]
+        out = test_cfg(None, jax.random.PRNGKey(0), root, recurrent_fn, invalid_actions=~legal)
+        actions[scale] = set(np.asarray(out.action).tolist())
+    assert actions[0.0] == {2}  # the 8 copies of the same root all take the rewarding action
+    assert len(actions[100.0]) > 1 and 0 not in actions[100.0]  # sampled, never the masked action
+
+
 def test_untrained_network_predicts_zero_value_and_reward_and_a_uniform_prior():
     args = tiny_args()
     net = m.make_network(args, num_actions=4)

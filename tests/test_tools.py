@@ -89,6 +89,11 @@ def test_protocol_says_how_each_script_evaluates_from_its_flags():
         "Breakthrough 8x8; evaluation every 100,000 plies and at the end: 50 games against each of a uniformly random "
         "player and MCTSBot-100, half with each colour; Gumbel MuZero with 64 simulations, its action without Gumbel noise"
     )
+    sampled = tools.protocol(logged(ma.Args(planner="gumbel", eval_gumbel_scale=1.0)))
+    assert sampled.endswith("; Gumbel MuZero with 16 simulations, its action with Gumbel noise of scale 1")
+    before = logged(bt.Args(board_size=8))  # a run from before --eval-gumbel-scale: its evaluation was greedy
+    del before["eval_gumbel_scale"]
+    assert tools.protocol(before) == tools.protocol(logged(bt.Args(board_size=8)))
     older = logged(bt.Args())  # a run from before --eval-games took the base's name --eval-episodes
     older["eval_games"] = older.pop("eval_episodes")
     assert tools.protocol(tools.current_flag_names(older)) == tools.protocol(logged(bt.Args()))  # as run_flags reads it
