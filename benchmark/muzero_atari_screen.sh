@@ -5,11 +5,13 @@
 # run: RoadRunner and MsPacman (rewards dense), Asterix (between), Breakout and Pong (sparse). Each setting's runs are
 # collected into docs/benchmark/muzero_atari_multigpu/screen/<setting>/ (runs.csv, curves, logs).
 #
-#   bash benchmark/muzero_atari_screen.sh                                   # each setting over the 5 games, cheapest first
+#   bash benchmark/muzero_atari_screen.sh                                   # the settings of the default list
 #   GAMES="Pong-v5" SETTINGS="gumbel" RESUME=1 bash benchmark/muzero_atari_screen.sh
 #
-# The full `gumbel` setting has the defaults' simulations and replay ratio; it ran on RoadRunner alone and is not in the
-# default list.
+# Settings: `gumbel` (the defaults' simulations and replay ratio), `gumbel_lean` (4 simulations, replay ratio 1, about
+# 0.65 of the defaults' CPU), `gumbel_lean_sampled` (the same training, evaluated with Gumbel noise of scale 1 instead of
+# greedily) and `defaults`. The default list runs `gumbel_lean_sampled` on the five games, then `defaults` on the two
+# dense ones; `gumbel` ran on RoadRunner and `gumbel_lean` on RoadRunner and MsPacman.
 #
 # Runs checkpoint every 10k steps; with RESUME=1 a stopped run continues (benchmark/run_seed.sh) and a finished one
 # is not run again.
@@ -19,9 +21,14 @@ declare -A FLAGS=(
   [defaults]=""
   [gumbel]="--planner gumbel"
   [gumbel_lean]="--planner gumbel --num-simulations 4 --replay-ratio 1"
+  [gumbel_lean_sampled]="--planner gumbel --num-simulations 4 --replay-ratio 1 --eval-gumbel-scale 1"
 )
-for setting in ${SETTINGS:-gumbel_lean defaults}; do
-  for game in ${GAMES:-RoadRunner-v5 MsPacman-v5 Asterix-v5 Breakout-v5 Pong-v5}; do
+declare -A DEFAULT_GAMES=(
+  [gumbel_lean_sampled]="MsPacman-v5 RoadRunner-v5 Asterix-v5 Breakout-v5 Pong-v5"
+  [defaults]="RoadRunner-v5 MsPacman-v5"
+)
+for setting in ${SETTINGS:-gumbel_lean_sampled defaults}; do
+  for game in ${GAMES:-${DEFAULT_GAMES[$setting]:-RoadRunner-v5 MsPacman-v5 Asterix-v5 Breakout-v5 Pong-v5}}; do
     out=docs/benchmark/muzero_atari_multigpu/screen/$setting
     if [ -n "${RESUME:-}" ] && [ -f "$out/runs.csv" ] && grep -q "^$game,1," "$out/runs.csv"; then continue; fi
     # shellcheck disable=SC2086  # the setting's flags are words
