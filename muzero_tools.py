@@ -1381,14 +1381,15 @@ class Collect:
 def piece_starts(run_dir: str) -> list[float]:
     """Wall times at which a run's pieces began: its first events file's first event, and that of each file a
     --resume opened (its writer marks it with a SessionLog START at the step it resumed from). The files a run
-    opens at its checkpoints carry no such mark."""
+    opens at its checkpoints carry no such mark; an empty file (a piece stopped before its first event) adds nothing."""
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
     from tensorboard.compat.proto.event_pb2 import SessionLog
 
     files = []  # per events file: (its first event's wall time, whether a --resume opened it)
     for path in glob.glob(os.path.join(run_dir, "events.out.tfevents.*")):
         head = list(itertools.islice(EventFileLoader(path).Load(), 3))  # file version, file version at the step, START
-        files.append((head[0].wall_time, any(event.session_log.status == SessionLog.START for event in head)))
+        if head:
+            files.append((head[0].wall_time, any(event.session_log.status == SessionLog.START for event in head)))
     files.sort()
     return [files[0][0]] + [wall_time for wall_time, resumed in files[1:] if resumed]
 
