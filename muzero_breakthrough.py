@@ -122,7 +122,7 @@ class Args:
     gumbel_scale: float = 1.0
     """scale of the Gumbel noise in training (gumbel planner)"""
     eval_gumbel_scale: float = 0.0
-    """scale of the Gumbel noise in evaluation (gumbel planner; 0: the greedy choice, mctx's advice for board games)"""
+    """scale of the Gumbel noise in evaluation (gumbel planner; 0: greedy, as mctx advises for perfect-information games)"""
     max_num_considered_actions: int = 16
     """actions considered by Sequential Halving at the root (gumbel planner)"""
     gumbel_rescale_q: bool = False
