@@ -1152,7 +1152,16 @@ def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed, record:
         muzero_run.check_signals()
         key, sub = jax.random.split(key)
         legal = envs.legal_actions(step.is_last)
-        actor_state, action, _, _, tree = act_fn(params, actor_state, step.obs, step.is_first, legal, sub)
+        # only the games still playing are searched, in a batch of a power of two (few compilations): a game that
+        # plays on to --max-episode-steps (27,000 steps) then costs the search of one game, not of the whole batch
+        playing = np.flatnonzero(~done)
+        width = min(num_episodes, 1 << (len(playing) - 1).bit_length())
+        games = np.resize(playing, width)  # (width,) their indices, the first repeated to fill the batch
+        state = jax.tree.map(lambda x: x[games], actor_state)
+        state, searched, _, _, tree = act_fn(params, state, step.obs[games], step.is_first[games], legal[games], sub)
+        actor_state = jax.tree.map(lambda whole, part: whole.at[games].set(part), actor_state, state)
+        action = np.zeros(num_episodes, np.int32)  # (a game that has ended plays on with action 0, unseen)
+        action[games] = searched
         if record and not done[0]:
             recording.frames.append(step.obs[0])
             recording.trees.append(jax.tree.map(lambda x: np.asarray(x[:1]), tree))

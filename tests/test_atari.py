@@ -96,6 +96,45 @@ def test_games_of_a_player_that_never_serves_end_only_with_the_fire_rule(fire_st
         assert (lengths == 600).all()
 
 
+def pixel_player(params, state: ma.ActorState, obs, is_first, legal, key):
+    """An act function whose action in each game depends on that game's screen and last action alone (its state):
+    the legal action that a sum of both picks."""
+    last_action = np.asarray(state.actions)[:, -1]
+    picks = ((obs.reshape(len(obs), -1).sum(1) + last_action)[:, None] * np.arange(1, legal.shape[1] + 1)) % 7
+    action = np.argmax(np.where(legal, picks, -1), 1)
+    state = ma.ActorState(state.frames, jnp.concatenate([state.actions[:, 1:], action[:, None]], axis=1))
+    return state, action, np.zeros(len(legal)), legal / legal.sum(1, keepdims=True), None
+
+
+def test_the_evaluation_searches_only_the_games_still_playing_and_each_plays_as_in_the_whole_batch():
+    """A game that has ended leaves the searched batch (halved to a power of two as games end), so that one game
+    playing on to the step cap does not cost the search of all; every game's returns and length are those of the
+    same player searching all games at every step."""
+    args = small_args(max_episode_steps=400)
+    widths = []
+
+    def counting_player(*inputs):
+        widths.append(len(inputs[2]))
+        return pixel_player(*inputs)
+
+    returns, lengths, _ = ma.evaluate_policy(counting_player, None, args, 8, (3, 0))
+    envs = ma.AtariVecEnv(args, 8, (3, 0), episodic_life=False)  # the whole batch at every step, as before
+    state = ma.initial_actor_state(8, args.history_length, envs.obs_shape)
+    step = envs.step(np.zeros(8, np.int32))
+    episodes = ma.EpisodeTracker(8)
+    whole_returns, whole_lengths = np.full(8, np.nan), np.zeros(8, np.int64)
+    while np.isnan(whole_returns).any():
+        state, action = pixel_player(None, state, step.obs, step.is_first, envs.legal_actions(step.is_last), None)[:2]
+        ended, ended_returns, ended_lengths = episodes.update(step)
+        first_time = np.isnan(whole_returns[ended])
+        whole_returns[ended[first_time]], whole_lengths[ended[first_time]] = ended_returns[first_time], ended_lengths[first_time]
+        step = envs.step(action)
+    assert len(set(lengths)) > 2 and returns.sum() > 0  # games that end at different times, with points scored
+    np.testing.assert_array_equal(returns, whole_returns)
+    np.testing.assert_array_equal(lengths, whole_lengths)
+    assert widths[0] == 8 and widths[-1] in (1, 2) and set(widths) <= {8, 4, 2, 1} and widths == sorted(widths)[::-1]
+
+
 def test_the_fire_rule_holds_only_in_games_whose_action_set_has_fire():
     """FIRE's agent action comes from the emulator's action set: Breakout's and Pong's second, none in Freeway's, whose
     lives start with every action open (the rule would otherwise force UP)."""
