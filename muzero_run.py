@@ -366,7 +366,8 @@ def read_checkpoint(script: str, args) -> dict:
     except Exception as e:
         fail(f"--resume {args.resume}: {path} is not a whole checkpoint of {script}.py ({type(e).__name__}: {e})")
     given = dataclasses.asdict(args)
-    differ = [  # a flag that only one of them has is None in the other (a checkpoint of another version of the script)
+    saved = {**dataclasses.asdict(type(args)()), **saved}  # a flag added since the checkpoint: its default, as before it
+    differ = [  # a flag the script has no more is None in `given`
         f"--{k.replace('_', '-')} {saved.get(k)!r} (now {given.get(k)!r})"
         for k in dict.fromkeys([*given, *saved])
         if k not in RESUME_FREE_FLAGS and saved.get(k) != given.get(k)

@@ -498,6 +498,7 @@ def jax_leaves(tree):
         ("flipped_bytes", "its sha256 does not match"),  # 16 bytes changed in the middle: the pickle may still load
         ("other_flags", "--channels"),
         ("removed_flag", "--anneal-lr False (now None)"),  # written by a version of the script with a flag it has no more
+        ("added_flag", "--eval-temperature 0.25 (now 0.5)"),  # written before the flag existed: it had its default
     ],
 )
 def test_bad_checkpoints_are_refused_and_nothing_is_touched(stopped_three_times, tmp_path, monkeypatch, capsys, damage, named):
@@ -521,6 +522,9 @@ def test_bad_checkpoints_are_refused_and_nothing_is_touched(stopped_three_times,
         checkpoint["args"]["anneal_lr"] = False
         with open(path, "wb") as f:
             muzero_run.write_checkpoint(f, m.SCRIPT, checkpoint)
+    elif damage == "added_flag":
+        without_flag(os.path.join(run_dir, "checkpoint.pkl"), "eval_temperature")
+        flags += ["--eval-temperature", "0.5"]
     else:
         flags[flags.index("--channels") + 1] = "16"
     before = file_states(tmp_path)
@@ -534,6 +538,25 @@ def test_bad_checkpoints_are_refused_and_nothing_is_touched(stopped_three_times,
         runs_dir_allowed=True,
     )
     assert file_states(tmp_path) == before  # nothing written, nothing overwritten
+
+
+def without_flag(path: str, flag: str):
+    """Rewrites the checkpoint at `path` as a version of the script without `flag` would have written it."""
+    checkpoint = muzero_run.load_checkpoint(path, m.SCRIPT)
+    del checkpoint["args"][flag]
+    with open(path, "wb") as f:
+        muzero_run.write_checkpoint(f, m.SCRIPT, checkpoint)
+
+
+def test_a_checkpoint_written_before_a_flag_existed_resumes_at_the_flags_default(stopped_three_times, tmp_path):
+    _, saved = stopped_three_times
+    shutil.copytree(saved, tmp_path / "runs")
+    (run_dir,) = glob.glob(str(tmp_path / "runs" / "*"))
+    without_flag(os.path.join(run_dir, "checkpoint.pkl"), "eval_temperature")
+    args = tyro.cli(m.Args, args=[*CHECKPOINTED, "--resume", run_dir])
+    assert args.eval_temperature == m.Args().eval_temperature
+    checkpoint = muzero_run.read_checkpoint(m.SCRIPT, args)
+    assert "eval_temperature" not in checkpoint["args"] and checkpoint["progress"].iteration > 0
 
 
 def test_readme_evaluate_snippet_works_from_any_directory(two_runs, tmp_path):
