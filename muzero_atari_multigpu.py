@@ -75,8 +75,8 @@ class Args:
     """an envpool Atari id (`envpool.list_all_envs()`; ROMs come with envpool)"""
     total_timesteps: int = 100_000
     """agent steps (of --frame-skip frames) taken by all actor threads of all processes (Atari 100k: 100k)"""
-    sticky_action_prob: float = 0.25
-    """probability that the emulator repeats the previous action (revisited Atari protocol: 0.25; MuZero: 0)"""
+    sticky_action_prob: float = 0.0
+    """probability that the emulator repeats the previous action (Atari 100k's references, MuZero: 0; Machado et al.: 0.25)"""
     frame_skip: int = 4
     """emulator frames per agent step, the max of the last two observed (MuZero: 4)"""
     noop_max: int = 30

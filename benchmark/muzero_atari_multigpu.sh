@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Atari 100k with muzero_atari_multigpu.py at its defaults: the benchmark's 26 games (Kaiser et al. 2020, as DER, CURL,
 # DrQ, SPR and EfficientZero report them) x seeds, 100k agent steps a run, under the references' protocol: no sticky
-# actions (the script's default is 0.25, Machado et al. 2018's), a final evaluation of 32 whole games (one more at 50k,
-# so that a fall shows). One run after another (each uses both cores of a 2-core CPU), collected into
+# actions (the script's default; Machado et al. 2018's revisited protocol has 0.25), a final evaluation of 32 whole
+# games (one more at 50k, so that a fall shows). One run after another (each uses both cores of a 2-core CPU), collected into
 # docs/benchmark/muzero_atari_multigpu/ (runs.csv, curves, logs; results.md with the published agents and the
 # aggregates) by benchmark/muzero_minatar.sh's steps.
 #

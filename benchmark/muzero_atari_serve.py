@@ -1,6 +1,6 @@
 """Does a player that never chooses FIRE get its Breakout games to end? Counts stalled games (cut at the step
 cap) of a NOOP player under muzero_atari_multigpu.py's environment bridge, for --fire-steps 0, 1, 2, with and
-without episodic life, sticky actions as the defaults. Writes docs/benchmark/muzero_atari_multigpu/serve.json.
+without episodic life, sticky actions 0.25. Writes docs/benchmark/muzero_atari_multigpu/serve.json.
 
     python benchmark/muzero_atari_serve.py     # ~2 min
 """
@@ -18,7 +18,7 @@ COPIES, CAP, STEPS = 64, 2000, 2100
 
 
 def stalls(fire_steps: int, episodic_life: bool) -> dict:
-    args = ma.Args(fire_steps=fire_steps, max_episode_steps=CAP)
+    args = ma.Args(fire_steps=fire_steps, max_episode_steps=CAP, sticky_action_prob=0.25)
     envs = ma.AtariVecEnv(args, COPIES, (100, 0), episodic_life)
     step, tracker, lengths = envs.step(np.zeros(COPIES, np.int32)), ma.EpisodeTracker(COPIES), []
     for _ in range(STEPS):

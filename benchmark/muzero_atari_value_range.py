@@ -1,7 +1,7 @@
 """Do the values of Atari games fit muzero_atari_multigpu.py's categorical support? The value and reward heads
 are categorical over [-S, S] after MuZero's transform phi, so they cannot say more than phi^-1(S) (905 at S = 30,
 58,700 at S = 300, MuZero's). A uniformly random player gives a floor on the values a learning agent meets: each
-game is played by --num-envs copies for --steps agent steps each under the script's bridge (sticky actions, FIRE
+game is played by --num-envs copies for --steps agent steps each under the script's bridge (sticky actions 0.25, FIRE
 rule, a lost life ends an episode as in training), and every position's value target at N = infinity, the
 discounted return to its episode's end (episodes still running at the end count what they have: a lower bound),
 is compared with the two caps.
@@ -37,7 +37,7 @@ def returns_to_go(rewards: np.ndarray, is_last: np.ndarray, gamma: float) -> np.
 
 def random_play(env_id: str, num_envs: int, steps: int, seed: int) -> dict:
     """Rewards and values of uniformly random legal actions, with the script's defaults for everything else."""
-    args = atari.Args(env_id=env_id)
+    args = atari.Args(env_id=env_id, sticky_action_prob=0.25)
     envs = atari.AtariVecEnv(args, num_envs, seed, args.episodic_life)
     rng = np.random.default_rng(seed)
     rewards, is_last = [], []

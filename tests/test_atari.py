@@ -26,7 +26,8 @@ ENV = {**os.environ, "WANDB_MODE": "disabled", "COLUMNS": "500"}
 ENV2 = {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
 SMALL = (
     "--resolution 32 --num-envs 4 --num-steps 16 --channels 8 --repr-blocks 1 "
-    "--pred-blocks 0 --head-hidden 16 --num-simulations 2 --unroll-steps 2 --td-steps 3 --max-episode-steps 100"
+    "--pred-blocks 0 --head-hidden 16 --num-simulations 2 --unroll-steps 2 --td-steps 3 --max-episode-steps 100 "
+    "--sticky-action-prob 0.25"  # the default before the Atari 100k suite
 ).split()
 
 
@@ -45,6 +46,7 @@ def small_args(**kw) -> ma.Args:
                 unroll_steps=2,
                 td_steps=3,
                 max_episode_steps=100,
+                sticky_action_prob=0.25,  # the default before the Atari 100k suite, as SMALL
             ),
             **kw,
         }

@@ -82,7 +82,7 @@ def test_protocol_says_how_each_script_evaluates_from_its_flags():
     other = tools.protocol(logged(m.Args(planner="gumbel", max_episode_steps=500, sticky_action_prob=0.1)))
     assert other.startswith("sticky actions 0.1;") and "cut at 500 steps; Gumbel MuZero with 16 simulations" in other
     assert tools.protocol(logged(ma.Args())).startswith(
-        "sticky actions 0.25, 4 frames an agent step, up to 30 no-ops at the start, a lost life ends a training episode; "
+        "sticky actions 0.0, 4 frames an agent step, up to 30 no-ops at the start, a lost life ends a training episode; "
         "evaluation every 100,000 agent steps and at the end: 32 whole games cut at 27,000 agent steps; PUCT"
     )
     assert tools.protocol(logged(bt.Args(board_size=8))) == (
