@@ -129,7 +129,8 @@ def test_the_evaluation_searches_only_the_games_still_playing_and_each_plays_as_
         state, action = pixel_player(None, state, step.obs, step.is_first, envs.legal_actions(step.is_last), None)[:2]
         ended, ended_returns, ended_lengths = episodes.update(step)
         first_time = np.isnan(whole_returns[ended])
-        whole_returns[ended[first_time]], whole_lengths[ended[first_time]] = ended_returns[first_time], ended_lengths[first_time]
+        whole_returns[ended[first_time]] = ended_returns[first_time]
+        whole_lengths[ended[first_time]] = ended_lengths[first_time]
         step = envs.step(action)
     assert len(set(lengths)) > 2 and returns.sum() > 0  # games that end at different times, with points scored
     np.testing.assert_array_equal(returns, whole_returns)
