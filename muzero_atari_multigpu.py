@@ -387,19 +387,12 @@ class EpisodeTracker:
 # ---------------------------------------------------------------------------------------------
 # Inputs (4.3.4) and the scalar <-> categorical transform (2.8.6, 4.3.5)
 # ---------------------------------------------------------------------------------------------
-def action_planes(actions, num_actions: int, height: int, width: int):
-    """One-hot actions (undivided: 4.3.4 divides by |A^a|) tiled over the board: (..., ) -> (..., H, W, |A^a|)."""
-    onehot = jax.nn.one_hot(actions, num_actions)
-    return jnp.broadcast_to(onehot[..., None, None, :], (*actions.shape, height, width, num_actions))
-
-
-def stack_history(frames, actions, num_actions: int):
+def stack_history(frames, actions):
     """frames (B, L, H, W, C) = o_{t-L+1..t} in pixel values 0-255, actions (B, L) = a_{t-L..t-1}
-    -> (B, H, W, L*(C + |A^a|)) planes for the representation function, the pixels scaled to [0, 1]."""
+    -> the input of the representation function: the frames as planes (B, H, W, L*C) scaled to [0, 1] and the
+    actions (B, L), which its first convolution reads as L one-hot planes of |A^a| after the frame planes (ActionConv)."""
     b, L, h, w, c = frames.shape
-    frame_planes = jnp.moveaxis(frames / 255.0, 1, 3).reshape(b, h, w, L * c)
-    act = jnp.moveaxis(action_planes(actions, num_actions, h, w), 1, 3).reshape(b, h, w, L * num_actions)
-    return jnp.concatenate([frame_planes, act], axis=-1)
+    return jnp.moveaxis(frames / 255.0, 1, 3).reshape(b, h, w, L * c), actions
 
 
 EPS_PHI = 1e-3
@@ -461,18 +454,49 @@ class Head(nn.Module):
         return nn.Dense(self.out, kernel_init=nn.initializers.zeros)(x)
 
 
-class Downsample(nn.Module):
-    """The representation's front, 96 x 96 pixels to a 6 x 6 board: the Nature DQN's three convolutions (8x8 stride 4
-    to 32 channels, 4x4 stride 2 to 64, 3x3 stride 2 to `channels`), each followed by a ReLU. MuZero's appendix uses
-    stride-2 3x3 convolutions, residual blocks and average pools instead (the docs page says why we do not)."""
+class ActionConv(nn.Module):
+    """A convolution (SAME padding) over [planes, one-hot action planes, undivided, tiled over the board] (4.3.4),
+    computed without tiling the one-hot planes: each is 1 on every square, so its share of an output square is its
+    kernel summed over the window's squares inside the board, the same for every sample (one convolution of a board
+    of ones). Same parameters (kernel (k, k, C + L|A^a|, F), bias) and initialisation as nn.Conv over the
+    concatenated planes; on Atari's 96 x 96 pixels the tiled planes would be most of the network's work."""
 
-    channels: int
+    features: int
+    num_actions: int
+    kernel_size: int
+    stride: int
 
     @nn.compact
-    def __call__(self, x):
-        x = nn.relu(nn.Conv(32, (8, 8), strides=4)(x))
-        x = nn.relu(nn.Conv(64, (4, 4), strides=2)(x))
-        return nn.relu(nn.Conv(self.channels, (3, 3), strides=2)(x))
+    def __call__(self, planes, actions):
+        """planes (B, H, W, C), actions (B, L) -> (B, H/stride, W/stride, features)."""
+        d, L, k = planes.shape[-1], actions.shape[-1], self.kernel_size
+        kernel = self.param("kernel", nn.initializers.lecun_normal(), (k, k, d + L * self.num_actions, self.features))
+        bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
+
+        def conv(x, w):  # as nn.Conv's
+            return jax.lax.conv_general_dilated(x, w, (self.stride,) * 2, "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+        board_of_ones = jnp.ones((1, *planes.shape[1:3], 1))
+        share = conv(board_of_ones, kernel[:, :, d:].reshape(k, k, 1, -1))[0]  # (H', W', L|A^a| * F)
+        share = share.reshape(*share.shape[:2], L * self.num_actions, self.features)
+        one_hot = jax.nn.one_hot(actions, self.num_actions).reshape(-1, L * self.num_actions)
+        return conv(planes, kernel[:, :, :d]) + jnp.einsum("bk,hwkf->bhwf", one_hot, share) + bias
+
+
+class Downsample(nn.Module):
+    """The representation's front, 96 x 96 pixels to a 6 x 6 board: the Nature DQN's three convolutions (8x8 stride 4
+    to 32 channels, 4x4 stride 2 to 64, 3x3 stride 2 to `channels`), each followed by a ReLU; the first reads the frame
+    planes and the actions (ActionConv). MuZero's appendix uses stride-2 3x3 convolutions, residual blocks and average
+    pools instead (the docs page says why we do not)."""
+
+    channels: int
+    num_actions: int
+
+    @nn.compact
+    def __call__(self, planes, actions):
+        x = nn.relu(ActionConv(32, self.num_actions, 8, 4, name="Conv_0")(planes, actions))
+        x = nn.relu(nn.Conv(64, (4, 4), strides=2, name="Conv_1")(x))
+        return nn.relu(nn.Conv(self.channels, (3, 3), strides=2, name="Conv_2")(x))
 
 
 def scale_hidden(x):
@@ -511,7 +535,7 @@ class MuZeroNet(nn.Module):
 
     def setup(self):
         z = 2 * self.support_size + 1
-        self.repr_stem = Downsample(self.channels)
+        self.repr_stem = Downsample(self.channels, self.num_actions)
         self.repr_tower = [ResidualBlock(self.channels) for _ in range(self.repr_blocks)]
         self.dyn_stem = ActionStem(self.channels, self.num_actions)
         self.dyn_tower = [ResidualBlock(self.channels) for _ in range(self.dyn_blocks)]
@@ -522,8 +546,8 @@ class MuZeroNet(nn.Module):
         self.projection = ResidualBlock(self.channels)
 
     def represent(self, stacked):
-        """h: stacked history (B, H, W, C_h) -> hidden state (B, H/16, W/16, channels)."""
-        x = self.repr_stem(stacked)
+        """h: stacked history (frame planes, actions) of stack_history -> hidden state (B, H/16, W/16, channels)."""
+        x = self.repr_stem(*stacked)
         for block in self.repr_tower:
             x = block(x)
         return scale_hidden(x)
@@ -557,8 +581,12 @@ def make_network(args: Args, num_actions: int) -> MuZeroNet:
 
 
 def init_params(net: MuZeroNet, args: Args, key):
-    planes = args.history_length * ((1 if args.gray_scale else 3) + net.num_actions)
-    return net.init(key, jnp.zeros((1, args.resolution, args.resolution, planes)), jnp.zeros((1,), jnp.int32))
+    obs_shape, _ = env_shapes(args)
+    stacked = (
+        jnp.zeros((1, *obs_shape[:2], args.history_length * obs_shape[-1])),
+        jnp.zeros((1, args.history_length), jnp.int32),
+    )
+    return net.init(key, stacked, jnp.zeros((1,), jnp.int32))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -624,7 +652,7 @@ def make_act_fn(net: MuZeroNet, search: partial, gamma: float, keep_tree: bool =
         frames = actor_state.frames * keep[:, None, None, None, None]
         actions = actor_state.actions * keep[:, None]  # zero frames and dummy actions before the first step
         frames = jnp.concatenate([frames[:, 1:], obs[:, None].astype(jnp.float32)], axis=1)
-        x = net.apply(params, stack_history(frames, actions, net.num_actions), method=MuZeroNet.represent)
+        x = net.apply(params, stack_history(frames, actions), method=MuZeroNet.represent)
         prior_logits, value_logits = net.apply(params, x, method=MuZeroNet.predict)
         root = mctx.RootFnOutput(
             prior_logits=prior_logits, value=categorical_to_scalar(jax.nn.softmax(value_logits), support_size), embedding=x
@@ -651,8 +679,8 @@ def initial_actor_state(num_envs: int, history_length: int, obs_shape) -> ActorS
 
 
 class Targets(NamedTuple):
-    stacked: jax.Array  # (H, W, C_h) input of h at c
-    next_stacked: jax.Array  # (H, W, C_h) input of h at c+1 (self-consistency target)
+    stacked: tuple  # input of h at c: frame planes (H, W, L*C), actions (L,)
+    next_stacked: tuple  # input of h at c+1 (self-consistency target)
     actions: jax.Array  # (K,) a_c .. a_{c+K-1}
     rewards: jax.Array  # (K,) r_{c+1} .. r_{c+K}
     values: jax.Array  # (K+1,) G^N_c .. G^N_{c+K}
@@ -668,7 +696,7 @@ def history_at(window: dict, center: int, history_length: int):
     same = episode[center - L + 1 : center + 1] == episode[center]
     frames = window["obs"][center - L + 1 : center + 1].astype(jnp.float32) * same[:, None, None, None]
     acts = window["action"][center - L : center] * (episode[center - L : center] == episode[center])
-    return stack_history(frames[None], acts[None], window["policy"].shape[-1])[0]
+    return jax.tree.map(lambda a: a[0], stack_history(frames[None], acts[None]))
 
 
 def value_targets(window: dict, c: int, unroll_steps: int, td_steps: int, gamma: float):

@@ -9,6 +9,7 @@ import subprocess
 import time
 from functools import partial
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import mctx
@@ -174,12 +175,30 @@ def window(is_first, is_last, truncated, rewards, n=8, size=4):
 
 def test_pixels_enter_the_network_scaled_to_0_1():
     """The actors stack float frames of 0-255, the learner uint8 windows: both reach h in [0, 1]."""
-    planes = ma.stack_history(jnp.full((2, 4, 6, 6, 1), 255.0), jnp.zeros((2, 4), jnp.int32), 5)
-    np.testing.assert_allclose(planes[..., :4], 1.0)  # the 4 frame planes; the action planes follow, not divided
-    np.testing.assert_array_equal(planes[..., 4:], np.broadcast_to(np.tile([1.0, 0, 0, 0, 0], 4), (2, 6, 6, 20)))
+    planes, actions = ma.stack_history(jnp.full((2, 4, 6, 6, 1), 255.0), jnp.full((2, 4), 3, jnp.int32))
+    np.testing.assert_allclose(planes, 1.0)  # the 4 frame planes; the actions stay numbers for ActionConv
+    np.testing.assert_array_equal(actions, 3)
     t = ma.compute_targets(window([1] + [0] * 7, [0] * 8, [0] * 8, [0] * 8), 2, 2, 3, 0.5)
-    np.testing.assert_allclose(t.stacked[..., :2], 1.0)
-    assert float(t.stacked.max()) == 1.0
+    np.testing.assert_allclose(t.stacked[0][..., :2], 1.0)
+    assert float(t.stacked[0].max()) == 1.0
+
+
+@pytest.mark.parametrize("size, kernel, stride", [(96, 8, 4), (12, 3, 2), (10, 4, 3)])
+def test_the_first_convolution_equals_nn_conv_over_the_tiled_action_planes(size, kernel, stride):
+    """ActionConv never builds the one-hot planes: its output, the edges included (where SAME padding cuts the
+    window), is nn.Conv's over [frame planes, one-hot planes tiled over the board], with the same parameters."""
+    frames, num_actions = 3, 5
+    conv = ma.ActionConv(7, num_actions, kernel, stride)
+    planes = jax.random.uniform(jax.random.PRNGKey(1), (2, size, size, frames))
+    actions = jnp.array([[0, 4], [2, 2]])
+    params = conv.init(jax.random.PRNGKey(0), planes, actions)
+    tiled = jnp.broadcast_to(jax.nn.one_hot(actions, num_actions).reshape(2, 1, 1, -1), (2, size, size, 2 * num_actions))
+    reference = nn.Conv(7, (kernel, kernel), strides=stride).apply(params, jnp.concatenate([planes, tiled], -1))
+    got = conv.apply(params, planes, actions)
+    assert got.shape == reference.shape == (2, -(-size // stride), -(-size // stride), 7)
+    np.testing.assert_allclose(got, reference, rtol=1e-5, atol=1e-5)
+    edge = conv.apply(params, planes, actions.at[1].set(jnp.array([0, 4])))[1, 0, 0]
+    assert not np.allclose(edge, got[1, 0, 0])  # the actions reach the corner square too
 
 
 def test_g_reads_the_move_as_an_undivided_one_hot():
@@ -263,7 +282,8 @@ def test_environment_streams_are_fixed_by_the_seed_and_differ_between_seeds():
 def test_downsampling_gives_the_papers_board():
     args = small_args(resolution=96, channels=16)
     net = ma.make_network(args, 5)
-    stacked = jax.ShapeDtypeStruct((2, 96, 96, args.history_length * (1 + 5)), np.float32)
+    planes = jax.ShapeDtypeStruct((2, 96, 96, args.history_length), np.float32)
+    stacked = (planes, jax.ShapeDtypeStruct((2, args.history_length), np.int32))
     # shapes only (jax.eval_shape traces without computing): the full-size network is slow to run on a CPU
     params = jax.eval_shape(partial(ma.init_params, net, args), jax.random.PRNGKey(0))
     x = jax.eval_shape(partial(net.apply, method=ma.MuZeroNet.represent), params, stacked)

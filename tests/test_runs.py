@@ -259,9 +259,9 @@ def test_golden_runs_on_other_caches_share_what_a_new_machine_is_held_to():
         runs.setdefault(name, []).append(made)
     assert sorted(runs) == ["muzero_atari_multigpu", "muzero_breakthrough", "muzero_minatar", "muzero_minatar_reanalyze"]
     pairs = [(a, b) for made in runs.values() for i, a in enumerate(made) for b in made[i + 1 :]]
-    # a script's golden run on a second cache size comes when a machine with that size makes it (today each script has
-    # two sizes, 32K and 48K)
-    assert len(pairs) >= 4 and all(a["caches"] != b["caches"] for a, b in pairs)
+    # a script's golden run on a second cache size comes when a machine with that size makes it (today MinAtar,
+    # reanalyze and Breakthrough have two sizes, 32K and 48K; Atari 32K only, since its first convolution changed)
+    assert len(pairs) >= 3 and all(a["caches"] != b["caches"] for a, b in pairs)
     for a, b in pairs:
         assert check_across_caches(a["series"], b) == [] == check_across_caches(b["series"], a)
     golden = runs["muzero_minatar"][0]
