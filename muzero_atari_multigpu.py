@@ -456,10 +456,9 @@ class Head(nn.Module):
 
 class ActionConv(nn.Module):
     """A convolution (SAME padding) over [planes, one-hot action planes, undivided, tiled over the board] (4.3.4),
-    computed without tiling the one-hot planes: each is 1 on every square, so its share of an output square is its
-    kernel summed over the window's squares inside the board, the same for every sample (one convolution of a board
-    of ones). Same parameters (kernel (k, k, C + L|A^a|, F), bias) and initialisation as nn.Conv over the
-    concatenated planes; on Atari's 96 x 96 pixels the tiled planes would be most of the network's work."""
+    computed without tiling them (on 96 x 96 pixels they would be most of the network's work): a plane of ones adds
+    to an output square its kernel summed over the window's squares inside the board, the same for every sample.
+    Same parameters (kernel (k, k, C + L|A^a|, F), bias) and initialisation as nn.Conv over the concatenated planes."""
 
     features: int
     num_actions: int
@@ -1180,8 +1179,7 @@ def evaluate_policy(act_fn, params, args: Args, num_episodes: int, seed, record:
         muzero_run.check_signals()
         key, sub = jax.random.split(key)
         legal = envs.legal_actions(step.is_last)
-        # only the games still playing are searched, in a batch of a power of two (few compilations): a game that
-        # plays on to --max-episode-steps (27,000 steps) then costs the search of one game, not of the whole batch
+        # only the games still playing are searched (a game may play on to 27,000 steps), padded to a power of two
         playing = np.flatnonzero(~done)
         width = min(num_episodes, 1 << (len(playing) - 1).bit_length())
         games = np.resize(playing, width)  # (width,) their indices, the first repeated to fill the batch

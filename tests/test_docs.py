@@ -22,8 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     [
         ("muzero_minatar_reanalyze", 250),  # the diff holds reanalyze and nothing else
         ("muzero_breakthrough", 280),  # two players, and the random moves that cut the returns
-        ("muzero_atari_multigpu", 291),  # Atari, the references' support, Q floor and undivided move, and an evaluation
-        # that searches only the games still playing (an Atari game may play on to 27,000 steps)
+        ("muzero_atari_multigpu", 291),  # Atari, the references' support, Q floor and undivided move, the first
+        # convolution over untiled action planes, and an evaluation that searches only the games still playing
     ],
 )
 def test_docs_show_the_current_filediff(variant, bound):
