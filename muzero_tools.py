@@ -1256,6 +1256,16 @@ def replace_rows(path: str, new, env_id: str, seed: int):
     new.sort_values(["env_id", "seed"] + (["step"] if "step" in new else []), kind="stable").to_csv(path, index=False)
 
 
+def series_means(events: EventAccumulator, tag: str) -> tuple[float, float, float]:
+    """The means of a logged series over its first fifth of entries, its last fifth and all of them (NaN where the
+    run did not log it)."""
+    if tag not in events.Tags()["scalars"]:
+        return np.nan, np.nan, np.nan
+    values = np.array([e.value for e in events.Scalars(tag)])
+    fifth = max(len(values) // 5, 1)
+    return values[:fifth].mean(), values[-fifth:].mean(), values.mean()
+
+
 def run_flags(events: EventAccumulator) -> dict:
     """Every flag of a run as the text of the hyperparameters table the script logs at its start ({name: value}),
     under today's names."""
@@ -1482,6 +1492,10 @@ def run_collect(cfg: Collect):
             ),
             "final_train_return_last_50k": last_train.mean(),
         }
+        entropy_first, entropy_last, _ = series_means(events, "charts/policy_entropy")  # of the search policy
+        summary["policy_entropy_first_fifth"] = entropy_first
+        summary["policy_entropy_last_fifth"] = entropy_last
+        summary["rewarding_share"] = series_means(events, "losses/rewarding_share")[2]  # of the unrolled steps trained
         result = f"final evaluation return {returns[-1].value:.2f} at {returns[-1].step} frames"
     summary["protocol"] = protocol(flags)
     last_event = max(e.wall_time for tag in events.Tags()["scalars"] for e in events.Scalars(tag))
@@ -1569,24 +1583,33 @@ def above_random(runs: pd.DataFrame, random: pd.DataFrame) -> pd.Series:
     return (games.score - random.random_return > margin).where(margin.notna())
 
 
+DIAGNOSTICS = ("policy_entropy_first_fifth", "policy_entropy_last_fifth", "rewarding_share")  # columns of collect
+
+
 def atari_summary(runs: pd.DataFrame, random: pd.DataFrame) -> list[str]:
     """Markdown lines of results.md: per game, ours (the seeds' mean), normalised, against our random player
-    (above_random) and beside the published agents (ATARI_REFERENCES); then the aggregates (atari_aggregates) of
-    ours and of each published agent over the same games."""
+    (above_random), what tells why (the search policy's entropy early and late, the share of rewarding steps in
+    training: DIAGNOSTICS) and beside the published agents (ATARI_REFERENCES); then the aggregates
+    (atari_aggregates) of ours and of each published agent over the same games."""
     references = read_table(ATARI_REFERENCES).set_index("game")
     agents = list(references.columns)
     games = runs.groupby("env_id").final_eval_return.mean()
     above = above_random(runs, random) if "final_eval_standard_error" in runs and len(random) else pd.Series(dtype=float)
     rows = [
-        f"| game | ours | normalised | random player (ours) | above it | random | human | {' | '.join(agents)} |",
-        "|---" * (7 + len(agents)) + "|",
+        f"| game | ours | normalised | random player (ours) | above it | search entropy, first → last fifth | rewarding "
+        f"steps | random | human | {' | '.join(agents)} |",
+        "|---" * (9 + len(agents)) + "|",
     ]
+    diagnostics = runs.reindex(columns=["env_id", *DIAGNOSTICS]).groupby("env_id").mean()
     floor = random.set_index("env_id").random_return if len(random) else pd.Series(dtype=float)
     for env_id, score in games.items():
         game = env_id.split("-v")[0]
         verdict = {True: "yes", False: "no"}.get(above.get(env_id), "–")
         floor_cell = f"{floor[env_id]:.1f}" if env_id in floor else "–"
-        cells = [f"{score:.1f}", f"{human_normalised(env_id, score):.3f}", floor_cell, verdict]
+        entropy_first, entropy_last, rewarding_share = diagnostics.loc[env_id]
+        entropy_cell = f"{entropy_first:.2f} → {entropy_last:.2f}" if pd.notna(entropy_last) else "–"
+        share_cell = f"{rewarding_share:.1%}" if pd.notna(rewarding_share) else "–"  # (NaN: collected before it)
+        cells = [f"{score:.1f}", f"{human_normalised(env_id, score):.3f}", floor_cell, verdict, entropy_cell, share_cell]
         cells += [f"{value:g}" for value in (*ATARI_100K[game], *references.loc[game])]
         rows.append(f"| {game} | {' | '.join(cells)} |")
     decided = above.dropna()
@@ -1596,6 +1619,8 @@ def atari_summary(runs: pd.DataFrame, random: pd.DataFrame) -> list[str]:
         f"{len(decided)} games (the errors of the final evaluation's episodes and of random.csv's)."
         if len(decided)
         else "Above our random player: not decided (the runs' evaluations carry no standard error, or random.csv is missing).",
+        "Search entropy: the mean entropy of the training search's policy over the first and the last fifth of the "
+        "run; rewarding steps: the share of the unrolled steps trained on that carry a reward (seeds' means).",
         "Normalised: (score - random) / (human - random), by the standard table (DQN Zoo). Published agents: DER as "
         "SPR's per-game table gives it (Schwarzer et al. 2021); CURL, DrQ, SPR, MuZero (run by EfficientZero's authors) "
         "and EfficientZero as EfficientZero's Table 1 gives them (Ye et al. 2021); they play without sticky actions.",

@@ -338,6 +338,14 @@ def test_a_run_logs_its_evaluations_standard_error_and_collect_keeps_the_last(th
     tools.run_collect(tools.Collect(threaded_run, wall_time=60, out=str(tmp_path)))
     runs = pd.read_csv(tmp_path / "runs.csv")
     assert runs.final_eval_standard_error.tolist() == [pytest.approx(errors[-1][1])]
+    # and what the results' "why" columns read: the search entropy over the first and last fifth, the rewarding share
+    logged = scalars(threaded_run, ("charts/policy_entropy", "losses/rewarding_share"))
+    entropy = [value for _, value in logged["charts/policy_entropy"]]  # in the order logged, as collect reads them
+    fifth = len(entropy) // 5
+    assert fifth >= 2 and np.mean(entropy[:fifth]) != np.mean(entropy[-fifth:])
+    assert runs.policy_entropy_first_fifth.tolist() == [pytest.approx(np.mean(entropy[:fifth]))]
+    assert runs.policy_entropy_last_fifth.tolist() == [pytest.approx(np.mean(entropy[-fifth:]))]
+    assert runs.rewarding_share.tolist() == [pytest.approx(np.mean([v for _, v in logged["losses/rewarding_share"]]))]
 
 
 def test_the_evaluations_standard_error_is_the_returns_deviation_over_the_root_of_the_episodes(monkeypatch):

@@ -1082,6 +1082,9 @@ def test_a_game_is_above_the_random_player_by_twice_the_standard_error_of_the_di
             "seed": [1, 2, 1, 1],
             "final_eval_return": [-18.0, -20.0, 3.0, 5.0],
             "final_eval_standard_error": [0.3, 0.4, 1.0, np.nan],
+            "policy_entropy_first_fifth": [0.5, 0.7, 1.2, np.nan],
+            "policy_entropy_last_fifth": [0.01, 0.03, 0.9, np.nan],  # Breakout: collected before these columns
+            "rewarding_share": [0.02, 0.04, 0.125, np.nan],
         }
     )
     random = pd.DataFrame(
@@ -1097,7 +1100,9 @@ def test_a_game_is_above_the_random_player_by_twice_the_standard_error_of_the_di
     assert above["Pong-v5"] == 1 and above["Boxing-v5"] == 0 and np.isnan(above["Breakout-v5"])
     lines = tools.atari_summary(runs, random)
     assert any("1 of 2 games" in line for line in lines)
-    assert "| Boxing | 3.0 | 0.242 | 0.4 | no | 0.1 | 12.1 | 0.2 | 1.2 | 6 | 35.8 | 15.1 | 52.7 |" in lines
-    assert "| Pong | -19.0 | 0.048 | -20.5 | yes | -20.7 | 14.6 | -19.3 | -16.5 | -8.5 | -5.9 | -6.7 | 20.1 |" in lines
+    boxing = "| Boxing | 3.0 | 0.242 | 0.4 | no | 1.20 → 0.90 | 12.5% | 0.1 | 12.1 | 0.2 | 1.2 | 6 | 35.8 | 15.1 | 52.7 |"
+    pong = "| Pong | -19.0 | 0.048 | -20.5 | yes | 0.60 → 0.02 | 3.0% | -20.7 | 14.6 | -19.3 | -16.5 | -8.5 | -5.9 | -6.7 |"
+    assert boxing in lines and f"{pong} 20.1 |" in lines  # Pong: the seeds' means of the entropies and shares
+    assert any(line.startswith("| Breakout | 5.0 | 0.115 | 1.4 | – | – | – | 1.7 |") for line in lines)
     # the aggregates take the seeds every game has (seed 1): normalised Pong 0.076, Boxing 0.242, Breakout 0.115
     assert any(line.startswith("| MuZero (ours) | 3 | 1 | 0.115 | 0.144 |") for line in lines)
