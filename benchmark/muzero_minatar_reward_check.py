@@ -74,9 +74,13 @@ class DQNReward(nn.Module):
 
     @nn.compact
     def __call__(self, stacked, action):
-        x = nn.relu(nn.Conv(32, (8, 8), strides=4)(stacked))
+        planes, actions = stacked  # of the script's stack_history: frame planes (B, H, W, L*C), actions (B, L)
+        b, h, w, _ = planes.shape
+        one_hot = jax.nn.one_hot(actions, self.num_actions).reshape(b, 1, 1, -1)  # tiled over the board, undivided
+        x = jnp.concatenate([planes, jnp.broadcast_to(one_hot, (b, h, w, one_hot.shape[-1]))], -1)
+        x = nn.relu(nn.Conv(32, (8, 8), strides=4)(x))
         x = nn.relu(nn.Conv(64, (4, 4), strides=2)(x))
-        x = nn.relu(nn.Conv(64, (3, 3))(x)).reshape(stacked.shape[0], -1)
+        x = nn.relu(nn.Conv(64, (3, 3))(x)).reshape(b, -1)
         x = nn.relu(nn.Dense(256)(jnp.concatenate([x, jax.nn.one_hot(action, self.num_actions)], -1)))
         return nn.Dense(2 * self.support_size + 1)(x)
 
@@ -102,7 +106,7 @@ def main(a):
         net = DQNReward(num_actions, S)
 
         def init(key):
-            stacked = m.history_at({k: v[0, : L + 2] for k, v in data.items()}, L, L)[None]
+            stacked = jax.tree.map(lambda x: x[None], m.history_at({k: v[0, : L + 2] for k, v in data.items()}, L, L))
             return net.init(key, stacked, data["action"][:1, 0])
 
         reward_logits = net.apply
