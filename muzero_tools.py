@@ -1597,19 +1597,20 @@ def atari_summary(runs: pd.DataFrame, random: pd.DataFrame) -> list[str]:
     above = above_random(runs, random) if "final_eval_standard_error" in runs and len(random) else pd.Series(dtype=float)
     rows = [
         f"| game | ours | normalised | random player (ours) | above it | search entropy, first → last fifth | rewarding "
-        f"steps | random | human | {' | '.join(agents)} |",
-        "|---" * (9 + len(agents)) + "|",
+        f"steps | minutes | random | human | {' | '.join(agents)} |",
+        "|---" * (10 + len(agents)) + "|",
     ]
-    diagnostics = runs.reindex(columns=["env_id", *DIAGNOSTICS]).groupby("env_id").mean()
+    diagnostics = runs.reindex(columns=["env_id", *DIAGNOSTICS, "wall_time_min"]).groupby("env_id").mean()
     floor = random.set_index("env_id").random_return if len(random) else pd.Series(dtype=float)
     for env_id, score in games.items():
         game = env_id.split("-v")[0]
         verdict = {True: "yes", False: "no"}.get(above.get(env_id), "–")
         floor_cell = f"{floor[env_id]:.1f}" if env_id in floor else "–"
-        entropy_first, entropy_last, rewarding_share = diagnostics.loc[env_id]
+        entropy_first, entropy_last, rewarding_share, minutes = diagnostics.loc[env_id]
         entropy_cell = f"{entropy_first:.2f} → {entropy_last:.2f}" if pd.notna(entropy_last) else "–"
         share_cell = f"{rewarding_share:.1%}" if pd.notna(rewarding_share) else "–"  # (NaN: collected before it)
         cells = [f"{score:.1f}", f"{human_normalised(env_id, score):.3f}", floor_cell, verdict, entropy_cell, share_cell]
+        cells.append(f"{minutes:.1f}" if pd.notna(minutes) else "–")
         cells += [f"{value:g}" for value in (*ATARI_100K[game], *references.loc[game])]
         rows.append(f"| {game} | {' | '.join(cells)} |")
     decided = above.dropna()
@@ -1620,7 +1621,8 @@ def atari_summary(runs: pd.DataFrame, random: pd.DataFrame) -> list[str]:
         if len(decided)
         else "Above our random player: not decided (the runs' evaluations carry no standard error, or random.csv is missing).",
         "Search entropy: the mean entropy of the training search's policy over the first and the last fifth of the "
-        "run; rewarding steps: the share of the unrolled steps trained on that carry a reward (seeds' means).",
+        "run; rewarding steps: the share of the unrolled steps trained on that carry a reward; minutes: a run's wall "
+        "time (seeds' means).",
         "Normalised: (score - random) / (human - random), by the standard table (DQN Zoo). Published agents: DER as "
         "SPR's per-game table gives it (Schwarzer et al. 2021); CURL, DrQ, SPR, MuZero (run by EfficientZero's authors) "
         "and EfficientZero as EfficientZero's Table 1 gives them (Ye et al. 2021); they play without sticky actions.",
@@ -1644,7 +1646,6 @@ def atari_summary(runs: pd.DataFrame, random: pd.DataFrame) -> list[str]:
         "",
         "Human-normalised, over the games of the table above (the published agents' too). Our 95% intervals: rliable's "
         "stratified bootstrap over runs, 50,000 resamples (none with one run a game).",
-        protocol_line(runs),
     ]
 
 
@@ -1689,25 +1690,33 @@ def run_report(cfg: Report):
             f"{group.wall_time_min.min():.1f} – {group.wall_time_min.max():.1f} | "
             f"{100 * group.cpu_steal.min():.0f} – {100 * group.cpu_steal.max():.0f}% |"
         )
+    episodes = " or ".join(map(str, sorted(runs.get("eval_episodes", pd.Series([8])).fillna(8).astype(int).unique())))
+    machine = f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}."
+    if all(env_id.split("-v")[0] in ATARI_100K and "-v" in env_id for env_id in runs.env_id):  # a game a row instead
+        random = read_table(random_path) if os.path.exists(random_path) else pd.DataFrame()
+        rows = [*atari_summary(runs, random), machine, f"The final evaluation: {episodes} whole games.", protocol_line(runs)]
+        return write_results(out, runs, rows)
     rows += [
         "",
-        f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}.",
-        "The final evaluation is the mean return of "
-        + " or ".join(map(str, sorted(runs.get("eval_episodes", pd.Series([8])).fillna(8).astype(int).unique())))
-        + " episodes (`--eval-episodes`) with the evaluation planner; ± is the standard deviation over seeds "
-        "(ddof=0). CPU steal: share of the CPU time the host gave to other machines during the run (/proc/stat).",
+        machine,
+        f"The final evaluation is the mean return of {episodes} episodes (`--eval-episodes`) with the evaluation "
+        "planner; ± is the standard deviation over seeds (ddof=0). CPU steal: share of the CPU time the host gave to "
+        "other machines during the run (/proc/stat).",
         protocol_line(runs),
     ]
     if os.path.exists(os.path.join(out, "ppo", "ppo.csv")):
         rows += ["", *ppo_comparison(out)]
-    if all(env_id.split("-v")[0] in ATARI_100K and "-v" in env_id for env_id in runs.env_id):
-        rows += ["", *atari_summary(runs, read_table(random_path) if os.path.exists(random_path) else pd.DataFrame())]
+    write_results(out, runs, rows)
+
+
+def write_results(out: str, runs: pd.DataFrame, rows: list[str]):
+    """`{out}/results.md` (the table rows) and `{out}/figures.md` (each game's curves, for the docs page)."""
     write_markdown(os.path.join(out, "results.md"), rows)
     # the curves as a markdown table of images, for the docs page (paths relative to docs/)
     games = sorted(runs.env_id.unique())
     where = os.path.relpath(out, "docs")
     with open(os.path.join(out, "figures.md"), "w") as f:
-        f.write("\n\n".join(f"![{g}: returns against frames and wall time, per seed]({where}/{g}.png)" for g in games) + "\n")
+        f.write("\n\n".join(f"![{g}]({where}/{g}.png)" for g in games) + "\n")  # (each picture is titled)
 
 
 def plot_returns(out: str, env_id: str, runs_title: str, floor: float | None):

@@ -1075,6 +1075,37 @@ def test_the_atari_suite_runs_the_26_games_of_the_standard_table():
     assert sorted(listed) == sorted(f"{game}-v5" for game in tools.ATARI_100K)
 
 
+def test_an_atari_folders_results_are_a_game_a_row_without_the_per_run_table(tmp_path):
+    """report on a folder of Atari 100k games writes the per-game table (no per-run table) and the aggregates, each
+    followed by the protocol, and the machine and episodes once; figures.md names each game's picture."""
+    runs = pd.DataFrame(
+        {
+            "env_id": ["Pong-v5", "Boxing-v5"],
+            "seed": [1, 1],
+            "final_eval_return": [-18.0, 3.0],
+            "final_eval_standard_error": [0.3, 1.0],
+            "eval_episodes": [32, 32],
+            "frames": [99_840, 99_840],
+            "wall_time_min": [20.5, 21.5],
+            "cpu_steal": [0.0, 0.01],
+            "protocol": ["sticky actions 0.0", "sticky actions 0.0"],
+            "machine": ["m", "m"],
+            "commit": ["abc1234", "abc1234"],
+        }
+    )
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    tools.run_report(tools.Report(str(tmp_path), figures=False))
+    lines = (tmp_path / "results.md").read_text().splitlines()
+    assert lines[0].startswith("| game | ours | normalised |") and not any("| seeds |" in line for line in lines)
+    assert [line[:5] for line in lines[2:4]] == ["| Box", "| Pon"]
+    # the protocol under each of the two tables, the machine and episodes once
+    assert sum(line.startswith("Protocol:") for line in lines) == 2 and lines[-1] == "Protocol: sticky actions 0.0."
+    assert "Machine: m. Commits: abc1234." in lines and "The final evaluation: 32 whole games." in lines
+    assert any(line.startswith("| MuZero (ours) | 2 | 1 |") for line in lines)
+    figures = (tmp_path / "figures.md").read_text()
+    assert figures.count("![") == 2 and "![Pong-v5](" in figures
+
+
 def test_a_game_is_above_the_random_player_by_twice_the_standard_error_of_the_difference():
     runs = pd.DataFrame(
         {
@@ -1085,6 +1116,7 @@ def test_a_game_is_above_the_random_player_by_twice_the_standard_error_of_the_di
             "policy_entropy_first_fifth": [0.5, 0.7, 1.2, np.nan],
             "policy_entropy_last_fifth": [0.01, 0.03, 0.9, np.nan],  # Breakout: collected before these columns
             "rewarding_share": [0.02, 0.04, 0.125, np.nan],
+            "wall_time_min": [20.0, 22.0, 25.0, np.nan],
         }
     )
     random = pd.DataFrame(
@@ -1100,9 +1132,9 @@ def test_a_game_is_above_the_random_player_by_twice_the_standard_error_of_the_di
     assert above["Pong-v5"] == 1 and above["Boxing-v5"] == 0 and np.isnan(above["Breakout-v5"])
     lines = tools.atari_summary(runs, random)
     assert any("1 of 2 games" in line for line in lines)
-    boxing = "| Boxing | 3.0 | 0.242 | 0.4 | no | 1.20 → 0.90 | 12.5% | 0.1 | 12.1 | 0.2 | 1.2 | 6 | 35.8 | 15.1 | 52.7 |"
-    pong = "| Pong | -19.0 | 0.048 | -20.5 | yes | 0.60 → 0.02 | 3.0% | -20.7 | 14.6 | -19.3 | -16.5 | -8.5 | -5.9 | -6.7 |"
-    assert boxing in lines and f"{pong} 20.1 |" in lines  # Pong: the seeds' means of the entropies and shares
-    assert any(line.startswith("| Breakout | 5.0 | 0.115 | 1.4 | – | – | – | 1.7 |") for line in lines)
+    boxing = "| Boxing | 3.0 | 0.242 | 0.4 | no | 1.20 → 0.90 | 12.5% | 25.0 | 0.1 | 12.1 | 0.2 | 1.2 | 6 | 35.8 | 15.1 |"
+    pong = "| Pong | -19.0 | 0.048 | -20.5 | yes | 0.60 → 0.02 | 3.0% | 21.0 | -20.7 | 14.6 | -19.3 | -16.5 | -8.5 | -5.9 |"
+    assert f"{boxing} 52.7 |" in lines and f"{pong} -6.7 | 20.1 |" in lines  # Pong: the seeds' means
+    assert any(line.startswith("| Breakout | 5.0 | 0.115 | 1.4 | – | – | – | – | 1.7 |") for line in lines)
     # the aggregates take the seeds every game has (seed 1): normalised Pong 0.076, Boxing 0.242, Breakout 0.115
     assert any(line.startswith("| MuZero (ours) | 3 | 1 | 0.115 | 0.144 |") for line in lines)
