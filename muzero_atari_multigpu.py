@@ -493,7 +493,7 @@ class Downsample(nn.Module):
 
     @nn.compact
     def __call__(self, planes, actions):
-        x = nn.relu(ActionConv(32, self.num_actions, 8, 4, name="Conv_0")(planes, actions))
+        x = nn.relu(ActionConv(32, self.num_actions, 8, 4, name="Conv_0")(planes, actions))  # nn.Conv's names: models load
         x = nn.relu(nn.Conv(64, (4, 4), strides=2, name="Conv_1")(x))
         return nn.relu(nn.Conv(self.channels, (3, 3), strides=2, name="Conv_2")(x))
 
