@@ -1673,6 +1673,7 @@ def run_report(cfg: Report):
     random_path = os.path.join(out, "random.csv")
     floor = read_table(random_path).set_index("env_id").random_return if os.path.exists(random_path) else {}
     steps = "agent steps" if runs.env_id.str.contains("-v").all() else "frames"  # Atari: --frame-skip frames a step
+    atari_100k = all(env_id.split("-v")[0] in ATARI_100K and "-v" in env_id for env_id in runs.env_id)  # a game a row
     rows = [
         f"| game | seeds | final eval return (mean ± std) | per seed | random policy | {steps} | wall time per run (min) "
         "| CPU steal |",
@@ -1681,6 +1682,8 @@ def run_report(cfg: Report):
     for env_id, group in runs.groupby("env_id"):
         if cfg.figures:
             plot_returns(out, env_id, runs_label(group), floor.get(env_id))
+        if atari_100k:
+            continue
         final = group.final_eval_return
         std = final.std(ddof=0)
         random_return = f"{floor[env_id]:.2f}" if env_id in floor else "–"
@@ -1692,7 +1695,7 @@ def run_report(cfg: Report):
         )
     episodes = " or ".join(map(str, sorted(runs.get("eval_episodes", pd.Series([8])).fillna(8).astype(int).unique())))
     machine = f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}."
-    if all(env_id.split("-v")[0] in ATARI_100K and "-v" in env_id for env_id in runs.env_id):  # a game a row instead
+    if atari_100k:
         random = read_table(random_path) if os.path.exists(random_path) else pd.DataFrame()
         rows = [*atari_summary(runs, random), machine, f"The final evaluation: {episodes} whole games.", protocol_line(runs)]
         return write_results(out, runs, rows)
