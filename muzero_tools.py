@@ -1697,7 +1697,7 @@ def run_report(cfg: Report):
     machine = f"Machine: {'; '.join(runs.machine.unique())}. Commits: {', '.join(runs.commit.unique())}."
     if atari_100k:
         random = read_table(random_path) if os.path.exists(random_path) else pd.DataFrame()
-        rows = [*atari_summary(runs, random), machine, f"The final evaluation: {episodes} whole games.", protocol_line(runs)]
+        rows = [*atari_summary(runs, random), machine, protocol_line(runs)]  # (which states the evaluation's games)
         return write_results(out, runs, rows)
     rows += [
         "",
