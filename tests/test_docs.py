@@ -216,7 +216,8 @@ def test_the_committed_screens_cover_every_page_and_each_page_fits_12_screens():
 def test_the_results_tree_is_indexed_and_small():
     """docs/benchmark/README.md has a row for every folder one and two levels down and for no other: a folder left
     behind, or a row whose folder is gone, fails. The tree holds at most 700 files: 557 besides the Atari suite's
-    games, which write 4 files each (curve, picture, training returns, console log; 661 at 26 games) and a log a second seed."""
+    games, which write 4 files each (curve, picture, training returns, console log; 661 at 26 games) and a log a
+    second seed."""
     root = os.path.join(ROOT, "docs", "benchmark")
     with open(os.path.join(root, "README.md")) as f:
         rows = re.findall(r"^\| `([^`]+)/` \|", f.read(), flags=re.MULTILINE)
