@@ -25,8 +25,9 @@
 #   push_0.4           40% of the segments entering replay are reanalysed copies, stored as new ones (thesis 4.3.13, 5.5)
 #   matched_updates    no reanalysis, with push_0.4's updates per played step: --replay-ratio x (32 + 21) / 32
 # Each setting's runs are collected in docs/benchmark/muzero_minatar_reanalyze/experiment/{setting}/ (curves,
-# runs.csv, logs); the comparison step then writes experiment.csv (every run with its setting), compare.md and the
-# curves against frames and wall time in docs/benchmark/muzero_minatar_reanalyze/, and experiment/diagnostics.csv.
+# runs.csv; the console logs stay out of the docs tree, in runs/logs/reanalyze_{setting}/); the comparison step then
+# writes experiment.csv (every run with its setting), compare.md and the curves against frames and wall time in
+# docs/benchmark/muzero_minatar_reanalyze/, and experiment/diagnostics.csv.
 #
 # COST=1 measures instead what $SAMPLE costs, A B A B against no reanalysis at replay ratio 2 and 8
 # (benchmark/muzero_minatar_reanalyze_cost.py: cost.csv, cost.md).
@@ -78,8 +79,8 @@ declare -A FLAGS=(
 )
 for setting in $SETTINGS; do
   # shellcheck disable=SC2086
-  SCRIPT=muzero_minatar_reanalyze.py OUT="$BASE/experiment/$setting" bash benchmark/muzero_minatar.sh \
-    ${FLAGS[$setting]} --exp-name "reanalyze_$setting" "$@"  # (evaluated every 50k frames, as muzero_minatar.sh does)
+  SCRIPT=muzero_minatar_reanalyze.py OUT="$BASE/experiment/$setting" LOGS="runs/logs/reanalyze_$setting" \
+    bash benchmark/muzero_minatar.sh ${FLAGS[$setting]} --exp-name "reanalyze_$setting" "$@"  # (evaluated every 50k)
 done
 done=()
 for setting in $MAIN_SETTINGS matched_updates; do
